@@ -1,0 +1,179 @@
+package journal
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Change kinds: the net effect of a run of records on one path.
+const (
+	Created  = "created"
+	Modified = "modified" // content changed, or the file was replaced
+	Deleted  = "deleted"
+	Renamed  = "renamed" // now at Path, was at From
+	Metadata = "metadata"
+)
+
+// Change is the net effect of a run of records on one path.
+type Change struct {
+	Path   string
+	Kind   string
+	From   string // Renamed: where it was
+	Type   uint32 // S_IFMT bits
+	Bytes  int64  // pre-image bytes journaled or kept aside
+	Caller Caller // who made the first change
+	Step   string
+	Seq    uint64 // the first record
+	Time   time.Time
+}
+
+// Changes folds records, in sequence order, into one change per path:
+// a file created and then written is created; created and then deleted
+// is nothing; written to a temporary file and renamed over the original
+// (sed -i) is modified; renamed is renamed from its old path. A
+// directory's own time stamps changing because of its entries are not
+// a change. The result is sorted by path.
+func Changes(recs []*Record) []Change {
+	m := map[string]*Change{}
+	for _, r := range recs {
+		foldRecord(m, r)
+	}
+	out := make([]Change, 0, len(m))
+	for _, c := range m {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
+	return out
+}
+
+func foldRecord(m map[string]*Change, r *Record) {
+	add := func(path, kind string) *Change {
+		c := &Change{Path: path, Kind: kind, Type: r.Type, Caller: r.Caller, Step: r.Step, Seq: r.Seq, Time: r.Time}
+		m[path] = c
+		return c
+	}
+	e := m[r.Path]
+	switch r.Kind {
+	case KindCreate, KindLink:
+		switch {
+		case e == nil:
+			add(r.Path, Created)
+		case e.Kind == Deleted:
+			e.Kind, e.Type = Modified, r.Type
+		}
+	case KindAttr:
+		if r.Cause == CauseDirent {
+			return
+		}
+		kind := Metadata
+		if r.Cause.Content() {
+			kind = Modified
+		}
+		switch {
+		case e == nil:
+			add(r.Path, kind)
+		case e.Kind == Metadata:
+			e.Kind = kind
+		}
+	case KindData:
+		if e == nil {
+			e = add(r.Path, Modified)
+		} else if e.Kind == Metadata {
+			e.Kind = Modified
+		}
+		e.Bytes += r.Bytes()
+	case KindXattr:
+		if e == nil {
+			e = add(r.Path, Metadata)
+		}
+		e.Bytes += r.Bytes()
+	case KindRemove:
+		switch {
+		case e == nil:
+			add(r.Path, Deleted).Bytes = r.Bytes()
+		case e.Kind == Created:
+			delete(m, r.Path)
+		case e.Kind == Renamed:
+			delete(m, r.Path)
+			d := add(e.From, Deleted)
+			d.Bytes, d.Caller, d.Seq, d.Time = e.Bytes+r.Bytes(), e.Caller, e.Seq, e.Time
+		default:
+			e.Kind = Deleted
+			e.Bytes += r.Bytes()
+		}
+	case KindRename:
+		foldRename(m, r, add)
+	}
+}
+
+const (
+	exchangeFlag = 2        // RENAME_EXCHANGE
+	typeDir      = 0o040000 // S_IFDIR
+)
+
+func foldRename(m map[string]*Change, r *Record, add func(string, string) *Change) {
+	from, to := r.Path, r.Path2
+	move := moveEntry
+	if r.Type == typeDir || r.Flags&exchangeFlag != 0 {
+		move = moveTree
+	}
+	if r.Flags&exchangeFlag != 0 {
+		move(m, from, "\x00swap")
+		move(m, to, from)
+		move(m, "\x00swap", to)
+		for _, p := range []string{from, to} {
+			if e := m[p]; e == nil {
+				add(p, Modified)
+			} else if e.Kind != Created {
+				e.Kind = Modified
+			}
+		}
+		return
+	}
+	src, dst := m[from], m[to]
+	replaced := r.Aside != "" || (dst != nil && dst.Kind == Deleted)
+	move(m, from, to)
+	switch {
+	case src == nil:
+		add(to, Renamed).From = from
+	case src.Kind == Created && replaced:
+		src.Kind = Modified
+	case src.Kind == Created, src.Kind == Renamed:
+		// A new file moved, or a moved file moved again.
+	default:
+		src.Kind, src.From = Renamed, from
+	}
+	if r.Aside != "" {
+		m[to].Bytes += r.Bytes()
+	}
+}
+
+// moveEntry moves the change at from, if any, to to.
+func moveEntry(m map[string]*Change, from, to string) {
+	c := m[from]
+	delete(m, from)
+	delete(m, to)
+	if c != nil {
+		c.Path = to
+		m[to] = c
+	}
+}
+
+// moveTree moves the change at from, and every change beneath it, to
+// the same place under to. What was at to is overwritten.
+func moveTree(m map[string]*Change, from, to string) {
+	prefix := from + "/"
+	var moved []*Change
+	for p, c := range m {
+		if p == from || strings.HasPrefix(p, prefix) {
+			delete(m, p)
+			c.Path = to + p[len(from):]
+			moved = append(moved, c)
+		}
+	}
+	delete(m, to)
+	for _, c := range moved {
+		m[c.Path] = c
+	}
+}

@@ -1,0 +1,203 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// recordVersion is the first byte of every encoded record. Decoding
+// refuses other versions rather than guess.
+const recordVersion = 1
+
+// Limits that make a corrupt or hostile value fail to decode instead of
+// allocating without bound.
+const (
+	maxStringLen = 64 << 10
+	maxChunks    = 1 << 20
+	maxXattrLen  = 64 << 10
+)
+
+// ErrCorrupt is returned for a value that does not decode.
+var ErrCorrupt = errors.New("journal: corrupt value")
+
+// encodeRecord appends r's encoding (everything but Seq, which is the
+// key) to buf. Fields are written in a fixed order; see
+// docs/journal-format.md.
+func encodeRecord(buf []byte, r *Record) []byte {
+	buf = append(buf, recordVersion)
+	buf = binary.AppendUvarint(buf, r.Turn)
+	buf = appendString(buf, r.Step)
+	buf = binary.AppendVarint(buf, r.Time.UnixNano())
+	buf = append(buf, byte(r.Kind), byte(r.Cause))
+	buf = binary.AppendUvarint(buf, uint64(r.Type))
+	buf = binary.AppendUvarint(buf, r.Ino)
+	buf = appendString(buf, r.Path)
+	buf = appendString(buf, r.Path2)
+	buf = appendString(buf, r.Aside)
+	buf = binary.AppendUvarint(buf, uint64(r.Flags))
+
+	buf = binary.AppendUvarint(buf, uint64(r.Caller.Pid))
+	buf = binary.AppendUvarint(buf, uint64(r.Caller.Uid))
+	buf = binary.AppendUvarint(buf, uint64(r.Caller.Gid))
+	buf = appendString(buf, r.Caller.Comm)
+
+	a := &r.Attr
+	buf = binary.AppendUvarint(buf, uint64(a.Mode))
+	buf = binary.AppendUvarint(buf, uint64(a.Uid))
+	buf = binary.AppendUvarint(buf, uint64(a.Gid))
+	buf = binary.AppendVarint(buf, a.Size)
+	buf = binary.AppendUvarint(buf, uint64(a.Nlink))
+	buf = binary.AppendVarint(buf, a.Atime)
+	buf = binary.AppendVarint(buf, a.Mtime)
+
+	buf = binary.AppendVarint(buf, r.Off)
+	buf = binary.AppendVarint(buf, r.Len)
+	buf = binary.AppendUvarint(buf, uint64(len(r.Chunks)))
+	for _, c := range r.Chunks {
+		buf = append(buf, c.Hash[:]...)
+		buf = binary.AppendUvarint(buf, uint64(c.Size))
+	}
+
+	buf = appendString(buf, r.XattrName)
+	buf = appendString(buf, string(r.XattrValue))
+	if r.XattrExisted {
+		buf = append(buf, 1)
+	} else {
+		buf = append(buf, 0)
+	}
+	buf = binary.AppendVarint(buf, r.Stored)
+	return buf
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// decodeRecord is the inverse of encodeRecord. It never panics and
+// never allocates more than the limits above, whatever b holds.
+func decodeRecord(seq uint64, b []byte) (*Record, error) {
+	d := decoder{b: b}
+	if v := d.byte(); v != recordVersion {
+		return nil, fmt.Errorf("%w: record %d has version %d, want %d", ErrCorrupt, seq, v, recordVersion)
+	}
+	r := &Record{Seq: seq}
+	r.Turn = d.uvarint()
+	r.Step = d.string(maxStringLen)
+	r.Time = time.Unix(0, d.varint())
+	r.Kind = Kind(d.byte())
+	r.Cause = Cause(d.byte())
+	r.Type = d.uint32()
+	r.Ino = d.uvarint()
+	r.Path = d.string(maxStringLen)
+	r.Path2 = d.string(maxStringLen)
+	r.Aside = d.string(maxStringLen)
+	r.Flags = d.uint32()
+
+	r.Caller.Pid = d.uint32()
+	r.Caller.Uid = d.uint32()
+	r.Caller.Gid = d.uint32()
+	r.Caller.Comm = d.string(maxStringLen)
+
+	a := &r.Attr
+	a.Mode = d.uint32()
+	a.Uid = d.uint32()
+	a.Gid = d.uint32()
+	a.Size = d.varint()
+	a.Nlink = d.uint32()
+	a.Atime = d.varint()
+	a.Mtime = d.varint()
+
+	r.Off = d.varint()
+	r.Len = d.varint()
+	n := d.uvarint()
+	if n > maxChunks || n*33 > uint64(len(d.b)) {
+		d.fail()
+	} else if n > 0 {
+		r.Chunks = make([]Chunk, n)
+		for i := range r.Chunks {
+			copy(r.Chunks[i].Hash[:], d.bytes(32))
+			r.Chunks[i].Size = d.uint32()
+		}
+	}
+
+	r.XattrName = d.string(maxStringLen)
+	if v := d.string(maxXattrLen); v != "" {
+		r.XattrValue = []byte(v)
+	}
+	r.XattrExisted = d.byte() == 1
+	r.Stored = d.varint()
+	if d.err || len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: record %d does not decode", ErrCorrupt, seq)
+	}
+	return r, nil
+}
+
+// decoder reads from b and remembers the first failure; every read
+// after a failure returns zero.
+type decoder struct {
+	b   []byte
+	err bool
+}
+
+func (d *decoder) fail() { d.err, d.b = true, nil }
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if len(d.b) < n {
+		d.fail()
+		return make([]byte, n)
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.fail()
+		return 0
+	}
+	return uint32(v)
+}
+
+func (d *decoder) string(max int) string {
+	n := d.uvarint()
+	if n > uint64(max) || n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	return string(d.bytes(int(n)))
+}

@@ -1,0 +1,22 @@
+package journal
+
+import "errors"
+
+var (
+	// ErrBusy: a turn is open and the request needs none (begin, rollback).
+	ErrBusy = errors.New("a turn is open")
+	// ErrNoTurn: the request needs an open turn and none is.
+	ErrNoTurn = errors.New("no turn is open")
+	// ErrTurnNotFound: no turn in the window has that number or id.
+	ErrTurnNotFound = errors.New("turn not found")
+	// ErrDuplicateID: a turn in the window already has that id.
+	ErrDuplicateID = errors.New("turn id already used")
+	// ErrInvalid: the request itself is malformed.
+	ErrInvalid = errors.New("invalid request")
+	// ErrClosed: the journal was closed; nothing more can be recorded.
+	ErrClosed = errors.New("journal is closed")
+	// ErrLocked: another process has the journal open.
+	ErrLocked = errors.New("journal is locked by another process")
+	// ErrFormat: the journal was written in a format this build does not read.
+	ErrFormat = errors.New("unsupported journal format")
+)

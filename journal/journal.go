@@ -1,0 +1,218 @@
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
+)
+
+// FormatVersion is the version of the on-disk format this package
+// writes and reads (docs/journal-format.md).
+const FormatVersion = 1
+
+type meta struct {
+	Format  int       `json:"format"`
+	Created time.Time `json:"created"`
+}
+
+// Journal is an open journal. Its methods are safe for concurrent use.
+type Journal struct {
+	db   *badger.DB
+	lock *os.File // flock'd; released on Close
+	opts Options
+	log  *slog.Logger
+
+	// gate orders changes against turn boundaries and rollbacks: a
+	// change holds it shared from its record until its operation has
+	// reached the backing directory; beginning or ending a turn and
+	// rolling back hold it exclusively. So a turn owns exactly the
+	// records whose operations happened while it was open.
+	gate sync.RWMutex
+
+	// Written under gate held exclusively, read under gate (shared or
+	// exclusive) or mu.
+	open  *Turn  // the open turn, or nil
+	epoch uint64 // increments at every turn boundary
+
+	mu       sync.Mutex // serialises turn bookkeeping
+	nextTurn uint64
+
+	nextSeq atomic.Uint64
+
+	// content is held shared while content is stored and referenced,
+	// exclusively while a prune deletes chunks: a chunk found present
+	// by deduplication cannot vanish before the record naming it is
+	// committed.
+	content sync.RWMutex
+
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+
+	closed atomic.Bool
+}
+
+// Open opens the journal in dir, creating it (mode 0700: pre-images can
+// hold secrets) if needed. Only one process may have a journal open.
+func Open(dir string, opts Options) (*Journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(badgerOptions(filepath.Join(dir, "badger"), opts))
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("journal: open badger in %s: %w", dir, err)
+	}
+	j := &Journal{db: db, lock: lock, opts: opts, log: opts.Logger}
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
+	if err := j.init(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// lockDir takes an exclusive lock on dir/lock, which holds the pid of
+// the process that has the journal open.
+func lockDir(dir string) (*os.File, error) {
+	p := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(p)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if pid := strings.TrimSpace(string(b)); pid != "" {
+				return nil, fmt.Errorf("%w (pid %s): %s", ErrLocked, pid, dir)
+			}
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("journal: lock %s: %w", p, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}
+
+func (j *Journal) init() error {
+	var err error
+	j.enc, err = zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return fmt.Errorf("journal: zstd: %w", err)
+	}
+	j.dec, err = zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(2*ChunkSize))
+	if err != nil {
+		return fmt.Errorf("journal: zstd: %w", err)
+	}
+	if err := j.initMeta(); err != nil {
+		return err
+	}
+	if err := j.loadCounters(); err != nil {
+		return err
+	}
+	return j.sweepOrphanChunks()
+}
+
+func (j *Journal) initMeta() error {
+	return j.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			b, _ := json.Marshal(meta{Format: FormatVersion, Created: time.Now().UTC()})
+			return txn.Set(metaKey, b)
+		}
+		if err != nil {
+			return fmt.Errorf("journal: read format: %w", err)
+		}
+		var m meta
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
+			return fmt.Errorf("%w: unreadable metadata: %v", ErrFormat, err)
+		}
+		if m.Format != FormatVersion {
+			return fmt.Errorf("%w: journal has format %d, this cowfs reads %d", ErrFormat, m.Format, FormatVersion)
+		}
+		return nil
+	})
+}
+
+// loadCounters finds the next record sequence and turn number, and the
+// turn left open by the previous process, if any.
+func (j *Journal) loadCounters() error {
+	return j.db.View(func(txn *badger.Txn) error {
+		j.nextSeq.Store(lastKeyNum(txn, prefixRecord) + 1)
+		j.nextTurn = lastKeyNum(txn, prefixTurn) + 1
+		if j.nextTurn > 1 {
+			t, err := getTurn(txn, j.nextTurn-1)
+			if err != nil {
+				return err
+			}
+			if t.Open() {
+				j.open = &t
+			}
+		}
+		return nil
+	})
+}
+
+// lastKeyNum returns the number in the greatest key with prefix p, or 0.
+func lastKeyNum(txn *badger.Txn, p byte) uint64 {
+	it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{p}})
+	defer it.Close()
+	it.Seek(numKey(p, ^uint64(0)))
+	if !it.ValidForPrefix([]byte{p}) {
+		return 0
+	}
+	return keyNum(it.Item().Key())
+}
+
+// Window is the number of turns kept.
+func (j *Journal) Window() int { return j.opts.window() }
+
+// Close closes the journal. Appends after Close fail with ErrClosed.
+func (j *Journal) Close() error {
+	if j.closed.Swap(true) {
+		return nil
+	}
+	// Wait for changes in flight to finish their records.
+	j.gate.Lock()
+	defer j.gate.Unlock()
+	err := j.db.Close()
+	j.enc.Close()
+	j.dec.Close()
+	j.lock.Close()
+	if err != nil {
+		return fmt.Errorf("journal: close: %w", err)
+	}
+	return nil
+}
+
+// Size returns the bytes the journal takes on disk.
+func (j *Journal) Size() int64 {
+	lsm, vlog := j.db.Size()
+	return lsm + vlog
+}

@@ -1,0 +1,48 @@
+package journal
+
+import "encoding/binary"
+
+// Key prefixes; see the package documentation.
+const (
+	prefixMeta   = 'M'
+	prefixTurn   = 't'
+	prefixRecord = 'r'
+	prefixChunk  = 'c'
+	prefixRef    = 'x'
+	prefixMarker = 'k'
+)
+
+var metaKey = []byte{prefixMeta}
+
+func numKey(prefix byte, n uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = prefix
+	binary.BigEndian.PutUint64(k[1:], n)
+	return k
+}
+
+func turnKey(n uint64) []byte   { return numKey(prefixTurn, n) }
+func recordKey(n uint64) []byte { return numKey(prefixRecord, n) }
+func markerKey(n uint64) []byte { return numKey(prefixMarker, n) }
+
+// keyNum returns the number in a key made by numKey.
+func keyNum(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:9]) }
+
+func chunkKey(h [32]byte) []byte {
+	k := make([]byte, 33)
+	k[0] = prefixChunk
+	copy(k[1:], h[:])
+	return k
+}
+
+// refPrefix is the prefix of every reference to chunk h.
+func refPrefix(h [32]byte) []byte {
+	k := make([]byte, 33, 41)
+	k[0] = prefixRef
+	copy(k[1:], h[:])
+	return k
+}
+
+func refKey(h [32]byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(refPrefix(h), seq)
+}

@@ -1,0 +1,90 @@
+package journal
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// DefaultWindow is how many turns a journal keeps unless told otherwise.
+const DefaultWindow = 10
+
+// Options configure a journal.
+type Options struct {
+	// Window is how many of the latest turns are kept; older ones are
+	// pruned. Zero means DefaultWindow.
+	Window int
+
+	// Sync makes every commit durable on disk (fsync) before Append
+	// returns, not only in the kernel's page cache.
+	Sync bool
+
+	// Logger receives Badger's warnings and the journal's own notes.
+	// Nil means silent.
+	Logger *slog.Logger
+}
+
+func (o Options) window() int {
+	if o.Window <= 0 {
+		return DefaultWindow
+	}
+	return o.Window
+}
+
+// badgerOptions tunes Badger for a small embedded journal. The
+// defaults are sized for a database server: 64 MiB memtables, five of
+// them, a 256 MiB block cache, 1 GiB value-log files — about 84 MB
+// resident at open. A journal holds a few thousand small records and
+// content that is written once and rarely read, so:
+//
+//   - memtables of 8 MiB, two of them: a batch may be up to 15% of a
+//     memtable, and content is committed in batches of batchBytes
+//     (~1 MiB) anyway;
+//   - values over 512 bytes (content chunks) go to the value log, so
+//     the LSM tree holds only records and keys and compacts cheaply;
+//   - no block cache and no Badger compression: chunks are zstd
+//     compressed already, and records are read in short scans;
+//   - 64 MiB value-log files, so garbage collection after a prune
+//     can give space back in reasonable steps.
+func badgerOptions(dir string, o Options) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{o.Logger}).
+		WithSyncWrites(o.Sync).
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithNumCompactors(2).
+		WithValueThreshold(512).
+		WithValueLogFileSize(64 << 20).
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
+		WithCompression(options.None).
+		WithNumGoroutines(2)
+}
+
+// badgerLogger passes Badger's warnings and errors to slog and drops
+// its chatty info and debug lines.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error("badger: " + fmt.Sprintf(f, a...))
+	}
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn("badger: " + fmt.Sprintf(f, a...))
+	}
+}
+
+func (b badgerLogger) Infof(string, ...any)  {}
+func (b badgerLogger) Debugf(string, ...any) {}

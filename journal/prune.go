@@ -1,0 +1,146 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Prune drops the turns that have left the window, every record before
+// the oldest kept turn, the chunks only those records referenced and the
+// rollback markers of dropped turns; then it runs value-log garbage
+// collection so Badger gives the space back.
+//
+// dropAside is called with every aside name the dropped records hold,
+// before the records go: the caller frees the inodes kept aside. An
+// error from it stops the prune with the records still in place, so a
+// later prune tries again.
+//
+// Each step is idempotent and a crash between steps is safe: turn keys
+// go first (so the turns leave the window at once), then aside inodes,
+// then records and chunks. Prune run again — at the next open, say —
+// finds the records left behind before the oldest kept turn and
+// finishes.
+func (j *Journal) Prune(dropAside func(name string) error) error {
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	turns, err := j.Turns()
+	if err != nil {
+		return err
+	}
+	keep := j.opts.window()
+	if len(turns) == 0 || (len(turns) <= keep && turns[0].Num == 1) {
+		return nil // nothing has ever left the window
+	}
+	var drop [][]byte
+	if len(turns) > keep {
+		for _, t := range turns[:len(turns)-keep] {
+			drop = append(drop, turnKey(t.Num))
+		}
+		turns = turns[len(turns)-keep:]
+	}
+	cutoff := turns[0].StartSeq
+	if err := j.deleteKeys(drop); err != nil {
+		return err
+	}
+	if err := j.dropMarkersBefore(turns[0].Num); err != nil {
+		return err
+	}
+
+	var recs []*Record
+	err = j.Scan(0, cutoff, false, func(r *Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	for _, r := range recs {
+		if r.Aside != "" {
+			if err := dropAside(r.Aside); err != nil {
+				return fmt.Errorf("journal: prune: free aside %s: %w", r.Aside, err)
+			}
+		}
+	}
+	if err := j.dropRecords(recs); err != nil {
+		return err
+	}
+	j.log.Info("journal: pruned", "records", len(recs), "before_turn", turns[0].Num)
+	j.collectGarbage()
+	return nil
+}
+
+// dropRecords deletes records, their chunk references, and every chunk
+// left with no reference. It holds j.content exclusively so no append
+// can find a chunk present and then lose it.
+func (j *Journal) dropRecords(recs []*Record) error {
+	j.content.Lock()
+	defer j.content.Unlock()
+	var keys [][]byte
+	touched := map[[32]byte]bool{}
+	for _, r := range recs {
+		keys = append(keys, recordKey(r.Seq))
+		for _, c := range r.Chunks {
+			keys = append(keys, refKey(c.Hash, r.Seq))
+			touched[c.Hash] = true
+		}
+	}
+	if err := j.deleteKeys(keys); err != nil {
+		return err
+	}
+	var chunks [][]byte
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRef}})
+		defer it.Close()
+		for h := range touched {
+			p := refPrefix(h)
+			it.Seek(p)
+			if !it.ValidForPrefix(p) {
+				chunks = append(chunks, chunkKey(h))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: prune: %w", err)
+	}
+	return j.deleteKeys(chunks)
+}
+
+// collectGarbage rewrites value-log files whose content is mostly
+// deleted. Badger reclaims nothing unless asked, one file per call,
+// until it answers ErrNoRewrite.
+func (j *Journal) collectGarbage() {
+	for i := 0; i < 64; i++ {
+		err := j.db.RunValueLogGC(0.5)
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			return
+		}
+		if err != nil {
+			j.log.Warn("journal: value-log GC", "err", err)
+			return
+		}
+	}
+}
+
+// dropMarkersBefore deletes the rollback markers of turns before n.
+func (j *Journal) dropMarkersBefore(n uint64) error {
+	var keys [][]byte
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixMarker}})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && keyNum(it.Item().Key()) < n; it.Next() {
+			keys = append(keys, it.Item().KeyCopy(nil))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: prune markers: %w", err)
+	}
+	return j.deleteKeys(keys)
+}

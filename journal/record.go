@@ -1,0 +1,160 @@
+package journal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind says what a record undoes.
+type Kind uint8
+
+const (
+	// KindCreate: Path did not exist before; an entry of Type was
+	// created there (file, directory, symlink, device, fifo, socket).
+	// Undo: remove Path.
+	KindCreate Kind = 1
+
+	// KindLink: Path did not exist before; it became a new hard link
+	// to the inode then at Path2. Undo: unlink Path.
+	KindLink Kind = 2
+
+	// KindAttr: the first change in this epoch to the inode at Path.
+	// Attr holds its attributes just before. Cause says which
+	// operation triggered it. Undo: truncate to Attr.Size, chmod,
+	// chown, set atime and mtime.
+	KindAttr Kind = 3
+
+	// KindData: the bytes [Off, Off+Len) of the inode at Path, as they
+	// were just before an operation overwrote or cut them off. Undo:
+	// write them back.
+	KindData Kind = 4
+
+	// KindXattr: extended attribute XattrName of the inode at Path
+	// had XattrValue (or did not exist, if !XattrExisted). Undo: set
+	// or remove it.
+	KindXattr Kind = 5
+
+	// KindRemove: Path (unlinked or removed directory) was moved
+	// aside to Aside, with its inode, content and attributes intact.
+	// Undo: move Aside back to Path.
+	KindRemove Kind = 6
+
+	// KindRename: Path was renamed to Path2 with renameat2 Flags. If a
+	// target at Path2 was replaced, it was kept aside as Aside. Undo:
+	// rename Path2 back to Path (exchange again for RENAME_EXCHANGE),
+	// then move Aside back to Path2.
+	KindRename Kind = 7
+)
+
+var kindNames = map[Kind]string{
+	KindCreate: "create",
+	KindLink:   "link",
+	KindAttr:   "attr",
+	KindData:   "data",
+	KindXattr:  "xattr",
+	KindRemove: "remove",
+	KindRename: "rename",
+}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Cause says which operation made the first change to an inode in an
+// epoch (KindAttr) — the record alone cannot tell a chmod from a write.
+type Cause uint8
+
+const (
+	CauseWrite    Cause = 1 // write, O_TRUNC, fallocate: content changes
+	CauseTruncate Cause = 2 // size set by truncate/ftruncate
+	CauseMode     Cause = 3 // chmod
+	CauseOwner    Cause = 4 // chown
+	CauseTimes    Cause = 5 // utimes, touch
+	CauseXattr    Cause = 6 // setxattr, removexattr
+	CauseDirent   Cause = 7 // an entry of this directory was added, removed or renamed
+)
+
+// Content reports whether the cause changes file content.
+func (c Cause) Content() bool { return c == CauseWrite || c == CauseTruncate }
+
+// Caller identifies the process that made a change.
+type Caller struct {
+	Pid  uint32
+	Uid  uint32
+	Gid  uint32
+	Comm string // /proc/PID/comm at the time of the request
+}
+
+// Attr are the attributes of an inode that an undo restores.
+type Attr struct {
+	Mode  uint32 // type and permission bits, as st_mode
+	Uid   uint32
+	Gid   uint32
+	Size  int64
+	Nlink uint32
+	Atime int64 // nanoseconds since the Unix epoch
+	Mtime int64
+}
+
+// Chunk names one stored piece of content.
+type Chunk struct {
+	Hash [32]byte // SHA-256 of the uncompressed bytes
+	Size uint32   // uncompressed length
+}
+
+// Record is one journaled change. Paths are relative to the backing
+// directory's root, slash-separated, never starting with "/" or "..".
+// An inode kept aside is written to through a path in the aside area
+// (see package aside), so such paths appear in records too.
+type Record struct {
+	Seq  uint64 // key; assigned by Append
+	Turn uint64 // 0: outside a turn
+	Step string // the harness's tool-call id, if it marked one
+	Time time.Time
+
+	Kind  Kind
+	Cause Cause  // KindAttr only
+	Type  uint32 // S_IFMT bits of the object changed
+	Ino   uint64 // backing inode number of the object changed
+
+	Path  string
+	Path2 string // KindRename: new name; KindLink: existing name
+	Aside string // KindRemove, KindRename: name in the aside area
+	Flags uint32 // KindRename: renameat2 flags
+
+	Caller Caller
+
+	Attr Attr // KindAttr; KindRemove and KindRename: of the object kept aside
+
+	Off    int64 // KindData
+	Len    int64
+	Chunks []Chunk
+
+	XattrName    string // KindXattr
+	XattrValue   []byte
+	XattrExisted bool
+
+	// Stored is the number of bytes this record added to the journal:
+	// its own encoding and the chunks it was the first to store.
+	Stored int64
+}
+
+// Bytes is the size of the pre-image the record holds or keeps aside.
+func (r *Record) Bytes() int64 {
+	switch r.Kind {
+	case KindData:
+		return r.Len
+	case KindRemove:
+		return r.Attr.Size
+	case KindRename:
+		if r.Aside != "" {
+			return r.Attr.Size
+		}
+	case KindXattr:
+		return int64(len(r.XattrValue))
+	}
+	return 0
+}

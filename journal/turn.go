@@ -1,0 +1,195 @@
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Turn is one user prompt and the agent run that answers it.
+type Turn struct {
+	Num    uint64    `json:"num"`
+	ID     string    `json:"id,omitempty"`     // the harness's own id
+	Anchor string    `json:"anchor,omitempty"` // e.g. the user message id
+	Began  time.Time `json:"began"`
+	Ended  time.Time `json:"ended,omitzero"`
+
+	// The turn owns the records with StartSeq <= seq < EndSeq.
+	// EndSeq is 0 while the turn is open.
+	StartSeq uint64 `json:"start_seq"`
+	EndSeq   uint64 `json:"end_seq,omitempty"`
+}
+
+// Open reports whether the turn has not ended.
+func (t Turn) Open() bool { return t.EndSeq == 0 }
+
+// Gate is held by a change from before its record is appended until
+// its operation has reached the backing directory. It fixes the turn
+// the change belongs to.
+type Gate struct {
+	j     *Journal
+	Turn  uint64 // 0: outside a turn
+	Epoch uint64 // changes in one epoch share one pre-image per inode
+}
+
+// Enter holds the gate for one change.
+func (j *Journal) Enter() Gate {
+	j.gate.RLock()
+	g := Gate{j: j, Epoch: j.epoch}
+	if j.open != nil {
+		g.Turn = j.open.Num
+	}
+	return g
+}
+
+// Leave releases the gate.
+func (g Gate) Leave() { g.j.gate.RUnlock() }
+
+// Exclusive waits for changes in flight to finish and keeps new ones
+// out until release is called. Rollback runs under it.
+func (j *Journal) Exclusive() (release func()) {
+	j.gate.Lock()
+	return j.gate.Unlock
+}
+
+// OpenTurn returns the open turn, if any.
+func (j *Journal) OpenTurn() (Turn, bool) {
+	j.gate.RLock()
+	defer j.gate.RUnlock()
+	if j.open == nil {
+		return Turn{}, false
+	}
+	return *j.open, true
+}
+
+// BeginTurn opens a new turn. It fails with ErrBusy if one is open and
+// with ErrDuplicateID if a turn in the window already has id.
+func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
+	if j.closed.Load() {
+		return Turn{}, ErrClosed
+	}
+	if _, err := strconv.ParseUint(id, 10, 64); err == nil {
+		return Turn{}, fmt.Errorf("%w: turn id %q is a number, and numbers name turns by position", ErrInvalid, id)
+	}
+	j.gate.Lock()
+	defer j.gate.Unlock()
+	if j.open != nil {
+		return Turn{}, fmt.Errorf("%w: turn %d", ErrBusy, j.open.Num)
+	}
+	if id != "" {
+		if _, err := j.findTurn(id); err == nil {
+			return Turn{}, fmt.Errorf("%w: %q", ErrDuplicateID, id)
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t := Turn{Num: j.nextTurn, ID: id, Anchor: anchor, Began: now.UTC(), StartSeq: j.nextSeq.Load()}
+	if err := j.putTurn(t); err != nil {
+		return Turn{}, err
+	}
+	j.nextTurn++
+	j.open = &t
+	j.epoch++
+	return t, nil
+}
+
+// EndTurn closes the open turn.
+func (j *Journal) EndTurn(now time.Time) (Turn, error) {
+	if j.closed.Load() {
+		return Turn{}, ErrClosed
+	}
+	j.gate.Lock()
+	defer j.gate.Unlock()
+	if j.open == nil {
+		return Turn{}, ErrNoTurn
+	}
+	t := *j.open
+	t.Ended = now.UTC()
+	t.EndSeq = j.nextSeq.Load()
+	if err := j.putTurn(t); err != nil {
+		return Turn{}, err
+	}
+	j.open = nil
+	j.epoch++
+	return t, nil
+}
+
+func (j *Journal) putTurn(t Turn) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set(turnKey(t.Num), b) }); err != nil {
+		return fmt.Errorf("journal: save turn %d: %w", t.Num, err)
+	}
+	return nil
+}
+
+func getTurn(txn *badger.Txn, n uint64) (Turn, error) {
+	var t Turn
+	item, err := txn.Get(turnKey(n))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return t, fmt.Errorf("%w: %d", ErrTurnNotFound, n)
+	}
+	if err != nil {
+		return t, fmt.Errorf("journal: read turn %d: %w", n, err)
+	}
+	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &t) })
+	if err != nil {
+		return t, fmt.Errorf("%w: turn %d: %v", ErrCorrupt, n, err)
+	}
+	return t, nil
+}
+
+// Turns returns the turns in the window, oldest first.
+func (j *Journal) Turns() ([]Turn, error) {
+	var ts []Turn
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixTurn}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var t Turn
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &t) }); err != nil {
+				return fmt.Errorf("%w: turn %d: %v", ErrCorrupt, keyNum(it.Item().Key()), err)
+			}
+			ts = append(ts, t)
+		}
+		return nil
+	})
+	return ts, err
+}
+
+// FindTurn returns the turn named by ref: its number, or the harness's
+// id. It fails with ErrTurnNotFound if no turn in the window matches.
+func (j *Journal) FindTurn(ref string) (Turn, error) {
+	return j.findTurn(ref)
+}
+
+func (j *Journal) findTurn(ref string) (Turn, error) {
+	if n, err := strconv.ParseUint(ref, 10, 64); err == nil {
+		var t Turn
+		err := j.db.View(func(txn *badger.Txn) error {
+			var err error
+			t, err = getTurn(txn, n)
+			return err
+		})
+		return t, err
+	}
+	ts, err := j.Turns()
+	if err != nil {
+		return Turn{}, err
+	}
+	for _, t := range ts {
+		if t.ID == ref && ref != "" {
+			return t, nil
+		}
+	}
+	return Turn{}, fmt.Errorf("%w: %q", ErrTurnNotFound, ref)
+}
+
+// NextSeq is the sequence number the next record will get.
+func (j *Journal) NextSeq() uint64 { return j.nextSeq.Load() }
