@@ -1,0 +1,200 @@
+// Package aside keeps the inodes that changes through the mount would
+// destroy — unlinked files, removed directories, files replaced by a
+// rename — in a hidden directory of the backing filesystem instead.
+//
+// Moving an inode aside is one rename(2): it costs what the unlink
+// would have cost, keeps content, attributes, xattrs and the inode
+// number itself (so hard links come back as hard links), and is undone
+// by one rename back. The inode is freed for good when the record that
+// moved it leaves the journal's window.
+//
+// The area is Dir/aside in the backing directory's root, on the same
+// filesystem as the workspace (rename cannot cross filesystems). The
+// mount hides Dir from the workspace's view. Names in the area are
+// unique for the life of the workspace: a timestamp and a counter.
+//
+// An inode kept aside still counts in st_nlink. The area remembers how
+// many of each inode's links it holds, so the mount can report the
+// link count the workspace would see without it (0 for an open file
+// that was deleted).
+//
+// This package knows nothing of FUSE or of the journal.
+package aside
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Dir is the name, in the backing directory's root, of cowfs's private
+// directory. The mount hides it.
+const Dir = ".cowfs"
+
+// areaDir is the aside area, relative to the backing root.
+const areaDir = Dir + "/aside"
+
+const readme = `This directory belongs to cowfs. It holds files and directories that
+were deleted or replaced through the cowfs mount during the turns still
+in the rollback window, so a rollback can put them back. cowfs frees
+them as turns leave the window. Do not edit it; remove it only together
+with the workspace's journal.
+`
+
+// Area is the aside area of one backing directory.
+type Area struct {
+	root string // backing root, as a path the process can use
+
+	base    string // time component of new names
+	counter atomic.Uint64
+
+	mu    sync.Mutex
+	links map[uint64]uint32 // inode number -> names of it held aside
+	held  atomic.Int64      // len(links), for a lock-free fast path
+}
+
+// Open opens (creating if needed) the aside area under root and counts
+// the links it holds.
+func Open(root string) (*Area, error) {
+	dir := filepath.Join(root, areaDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("aside: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, Dir, "README"), []byte(readme), 0o600); err != nil {
+		return nil, fmt.Errorf("aside: %w", err)
+	}
+	a := &Area{
+		root:  root,
+		base:  strconv.FormatInt(time.Now().UnixNano(), 36),
+		links: map[uint64]uint32{},
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("aside: %w", err)
+	}
+	for _, e := range entries {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(dir, e.Name()), &st); err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			a.links[st.Ino]++
+		}
+	}
+	a.held.Store(int64(len(a.links)))
+	return a, nil
+}
+
+// NewName returns a name no inode in the area has had before.
+func (a *Area) NewName() string {
+	return a.base + "-" + strconv.FormatUint(a.counter.Add(1), 36)
+}
+
+// Path returns the backing-relative path of name.
+func (a *Area) Path(name string) string { return areaDir + "/" + name }
+
+func (a *Area) abs(name string) (string, error) {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return "", fmt.Errorf("aside: invalid name %q", name)
+	}
+	return filepath.Join(a.root, areaDir, name), nil
+}
+
+// MoveIn renames the entry at path (an absolute path in the backing
+// directory) into the area as name. st is its lstat.
+func (a *Area) MoveIn(path, name string, st *syscall.Stat_t) error {
+	dst, err := a.abs(name)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Rename(path, dst); err != nil {
+		return fmt.Errorf("aside: move %s aside: %w", path, err)
+	}
+	a.count(st, +1)
+	return nil
+}
+
+// LinkIn makes name in the area a hard link to the non-directory at
+// path, so the inode survives path being replaced.
+func (a *Area) LinkIn(path, name string, st *syscall.Stat_t) error {
+	dst, err := a.abs(name)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Link(path, dst); err != nil {
+		return fmt.Errorf("aside: keep %s aside: %w", path, err)
+	}
+	a.count(st, +1)
+	return nil
+}
+
+// MoveOut renames name back to path (an absolute path in the backing
+// directory). st is the lstat of the entry when it went in.
+func (a *Area) MoveOut(name, path string, st *syscall.Stat_t) error {
+	src, err := a.abs(name)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Rename(src, path); err != nil {
+		return fmt.Errorf("aside: move %s back: %w", name, err)
+	}
+	a.count(st, -1)
+	return nil
+}
+
+// Forget undoes the bookkeeping of MoveIn or LinkIn for an inode that
+// went back (or never went) into the workspace by other means.
+func (a *Area) Forget(st *syscall.Stat_t) { a.count(st, -1) }
+
+// Drop frees name for good. A name already gone is not an error.
+func (a *Area) Drop(name string) error {
+	p, err := a.abs(name)
+	if err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("aside: %w", err)
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		err = os.RemoveAll(p)
+	} else {
+		err = syscall.Unlink(p)
+	}
+	if err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("aside: drop %s: %w", name, err)
+	}
+	a.count(&st, -1)
+	return nil
+}
+
+func (a *Area) count(st *syscall.Stat_t, d int) {
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := int(a.links[st.Ino]) + d
+	if n <= 0 {
+		delete(a.links, st.Ino)
+	} else {
+		a.links[st.Ino] = uint32(n)
+	}
+	a.held.Store(int64(len(a.links)))
+}
+
+// Links returns how many names of inode ino the area holds.
+func (a *Area) Links(ino uint64) uint32 {
+	if a.held.Load() == 0 {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.links[ino]
+}
