@@ -1,0 +1,190 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Creating an entry destroys nothing; its pre-image is "did not exist",
+// journaled first so that a rollback removes it. The parent directory's
+// attributes are journaled before its first entry change in an epoch,
+// so a rollback can put its times back.
+
+// newEntry journals that name in n is about to be created, as an entry
+// of type typ (or, for a hard link, as a new name of the inode at
+// linkTo). It returns the record, to be withdrawn if the creation fails.
+func (n *Node) newEntry(c *change, name string, typ uint32, linkTo string) (*journal.Record, syscall.Errno) {
+	if n.hidden(name) {
+		return nil, syscall.EPERM
+	}
+	rel, _, ok := n.child(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	if err := n.dirChange(c); err != nil {
+		return nil, errno(err)
+	}
+	rec := &journal.Record{Kind: journal.KindCreate, Path: rel, Type: typ}
+	if linkTo != "" {
+		rec.Kind, rec.Path2 = journal.KindLink, linkTo
+	}
+	if err := c.record(rec, nil); err != nil {
+		return nil, errno(err)
+	}
+	return rec, 0
+}
+
+// created finishes a creation: withdraw the record if it failed, or note
+// the new inode so changes to it in this epoch journal nothing.
+func (n *Node) created(c *change, rec *journal.Record, ch *gofs.Inode, e syscall.Errno) {
+	if e != 0 {
+		c.discard(rec)
+		return
+	}
+	c.markCreated(ch.StableAttr().Ino)
+}
+
+var _ = (gofs.NodeCreater)((*Node)(nil))
+
+func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	if _, abs, ok := n.child(name); ok && !n.hidden(name) {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(abs, &st); err == nil {
+			// The kernel had a stale negative entry: the name exists.
+			if flags&syscall.O_EXCL != 0 {
+				return nil, nil, 0, syscall.EEXIST
+			}
+			return n.createExisting(ctx, c, name, flags, out)
+		}
+	}
+	rec, e := n.newEntry(c, name, syscall.S_IFREG, "")
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	// O_EXCL: if something created the name since the check above, fail
+	// rather than truncate it unrecorded.
+	ch, fh, fl, e := n.LoopbackNode.Create(ctx, name, flags|syscall.O_EXCL, mode, out)
+	n.created(c, rec, ch, e)
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	f, err := wrapFile(fh, c.caller)
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	n.fixNlink(&out.Attr)
+	return ch, f, fl, 0
+}
+
+// createExisting answers a CREATE for a name that exists as an OPEN of
+// it would be answered, journaling a truncation first.
+func (n *Node) createExisting(ctx context.Context, c *change, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	ch, e := n.LoopbackNode.Lookup(ctx, name, out)
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	cn, ok := ch.Operations().(*Node)
+	if !ok {
+		return nil, nil, 0, syscall.EIO
+	}
+	fh, fl, e := cn.open(ctx, c, flags&^(syscall.O_CREAT|syscall.O_EXCL))
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	n.fixNlink(&out.Attr)
+	return ch, fh, fl, 0
+}
+
+var _ = (gofs.NodeMkdirer)((*Node)(nil))
+
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	rec, e := n.newEntry(c, name, syscall.S_IFDIR, "")
+	if e != 0 {
+		return nil, e
+	}
+	ch, e := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	n.created(c, rec, ch, e)
+	return ch, e
+}
+
+var _ = (gofs.NodeMknoder)((*Node)(nil))
+
+func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	rec, e := n.newEntry(c, name, mode&syscall.S_IFMT, "")
+	if e != 0 {
+		return nil, e
+	}
+	ch, e := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	n.created(c, rec, ch, e)
+	return ch, e
+}
+
+var _ = (gofs.NodeSymlinker)((*Node)(nil))
+
+func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	rec, e := n.newEntry(c, name, syscall.S_IFLNK, "")
+	if e != 0 {
+		return nil, e
+	}
+	ch, e := n.LoopbackNode.Symlink(ctx, target, name, out)
+	n.created(c, rec, ch, e)
+	return ch, e
+}
+
+var _ = (gofs.NodeLinker)((*Node)(nil))
+
+func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	tn, ok := target.(*Node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	to, ok := tn.rel()
+	if !ok {
+		return nil, syscall.EXDEV // in no directory (O_TMPFILE): nothing to link from
+	}
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	rec, e := n.newEntry(c, name, tn.StableAttr().Mode&syscall.S_IFMT, to)
+	if e != 0 {
+		return nil, e
+	}
+	ch, e := n.LoopbackNode.Link(ctx, target, name, out)
+	if e != 0 {
+		c.discard(rec)
+		return nil, e
+	}
+	n.fixNlink(&out.Attr)
+	return ch, 0
+}
+
+var _ = (gofs.NodeTmpfiler)((*Node)(nil))
+
+// Tmpfile creates a file in no directory. Nothing names it, so nothing
+// is journaled; it is marked created so writes to it journal nothing.
+func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+	ch, fh, fl, e := n.LoopbackNode.Tmpfile(ctx, flags, mode, out)
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	c.markCreated(ch.StableAttr().Ino)
+	f, err := wrapFile(fh, c.caller)
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	return ch, f, fl, 0
+}

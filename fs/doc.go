@@ -1,0 +1,48 @@
+// Package fs is the FUSE filesystem cowfs mounts over a workspace. It is
+// go-fuse's loopback filesystem with every operation that changes the
+// backing directory made to journal, first, what it is about to
+// destroy. It is the only package that imports go-fuse.
+//
+// # Capture before change
+//
+// Each mutating method opens a change (recorder.begin), journals its
+// pre-image through change.record — the one caller of journal.Append —
+// and performs its operation only if that succeeded; otherwise it fails
+// with the error (EIO, ENOSPC, EROFS once the journal is closed). What
+// is journaled for each FUSE request:
+//
+//	WRITE, WRITEV, mmap flush   bytes overwritten that existed when the epoch began
+//	SETATTR size, O_TRUNC       bytes cut off; the old size (first touch)
+//	FALLOCATE punch/zero/collapse/insert   the bytes it destroys or moves
+//	SETATTR mode/owner/times    the attributes (first touch)
+//	SETXATTR, REMOVEXATTR       the old value, or its absence
+//	CREATE, MKDIR, MKNOD, SYMLINK, LINK   "did not exist"
+//	UNLINK, RMDIR               the inode, moved aside (package aside)
+//	RENAME                      the rename; a replaced target, kept aside
+//	COPY_FILE_RANGE, IOCTL      refused, so the kernel falls back to writes
+//
+// An epoch is a turn, or the time between two turns. Within one, an
+// inode's attributes are journaled once (its "first touch") and each
+// byte's pre-image at most once; inodes created in the epoch journal
+// nothing more, since undo deletes them. A directory's attributes are
+// journaled before its first entry change, so undo restores its times.
+//
+// # What must not slip past
+//
+// Open files have no passthrough: go-fuse would otherwise let the
+// kernel write to the backing file directly, bypassing the journal
+// (see file). There is no writeback cache either, so every write
+// reaches the daemon as it happens; shared mmap pages arrive as WRITEs
+// with pid 0 when the kernel flushes them, which FlushWriteback forces
+// at turn boundaries. Writes with pid 0 are attributed to the process
+// that opened the file.
+//
+// # The private directory
+//
+// The backing root holds cowfs's private directory (aside.Dir), where
+// removed inodes are kept. The root node hides it from lookups and
+// listings and refuses to create, rename or remove anything by its
+// name. Link counts are reported without the names held there.
+//
+// Imports: go-fuse, journal, aside.
+package fs

@@ -1,0 +1,154 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Config describes one mount.
+type Config struct {
+	// Backing is a path to the backing directory that stays valid once
+	// the mount covers it: for a mount in place, /proc/self/fd/N of a
+	// descriptor opened before mounting.
+	Backing string
+	// Mountpoint is where the workspace's view appears.
+	Mountpoint string
+	// FsName is shown as the source in the mount table.
+	FsName string
+
+	Journal *journal.Journal
+	Aside   *aside.Area
+	Logger  *slog.Logger // nil: silent
+	Debug   bool         // log every FUSE request
+}
+
+// Mount is a mounted workspace.
+type Mount struct {
+	server     *fuse.Server
+	mountpoint string
+}
+
+// ErrNoFUSE: /dev/fuse is missing.
+var ErrNoFUSE = errors.New("/dev/fuse is missing (load the fuse module, or give the container --device /dev/fuse)")
+
+// ErrNotPermitted: the kernel refused the mount.
+var ErrNotPermitted = errors.New("not permitted to mount (run as root, or with CAP_SYS_ADMIN)")
+
+// New mounts the workspace described by cfg and starts serving it.
+func New(cfg Config) (*Mount, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(cfg.Backing, &st); err != nil {
+		return nil, fmt.Errorf("backing directory: %w", err)
+	}
+	if err := syscall.Access("/dev/fuse", unix.R_OK|unix.W_OK); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, ErrNoFUSE
+		}
+		return nil, fmt.Errorf("%w: /dev/fuse: %v", ErrNotPermitted, err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	data := &gofs.LoopbackRoot{Path: cfg.Backing, Dev: uint64(st.Dev)}
+	root := &Node{
+		LoopbackNode: &gofs.LoopbackNode{RootData: data},
+		rec:          newRecorder(cfg.Journal, cfg.Aside, logger),
+	}
+	data.RootNode = root
+
+	timeout := time.Second
+	opts := &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:            cfg.FsName,
+			Name:              "cowfs",
+			DirectMountStrict: true, // root needs no fusermount
+			AllowOther:        true, // the workspace is used by every user, as before
+			// The kernel checks permissions as it does on the backing
+			// directory; without this a root daemon would let any uid
+			// write root's 0644 files.
+			Options:  []string{"default_permissions"},
+			MaxWrite: 1 << 20,
+			// fcntl and flock locks are taken on the backing files, so
+			// they also hold against processes using the backing
+			// directory directly.
+			EnableLocks: true,
+			Debug:       cfg.Debug,
+			Logger:      log.New(slogWriter{logger}, "", 0),
+		},
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		NullPermissions: true, // show modes as they are
+		Logger:          log.New(slogWriter{logger}, "", 0),
+	}
+	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("%w: %v", ErrNotPermitted, err)
+		}
+		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	return &Mount{server: server, mountpoint: cfg.Mountpoint}, nil
+}
+
+// Wait returns when the kernel has ended the mount.
+func (m *Mount) Wait() { m.server.Wait() }
+
+// Unmount unmounts. If processes still use the workspace it detaches
+// the mount instead (it vanishes from the namespace; those processes
+// keep working through it, still journaled) and returns; Wait returns
+// once they are done.
+func (m *Mount) Unmount() (lazy bool, err error) {
+	if err := m.server.Unmount(); err == nil {
+		return false, nil
+	} else if !errors.Is(err, syscall.EBUSY) {
+		return false, fmt.Errorf("unmount %s: %w", m.mountpoint, err)
+	}
+	if err := syscall.Unmount(m.mountpoint, syscall.MNT_DETACH); err != nil {
+		return false, fmt.Errorf("unmount %s: %w", m.mountpoint, err)
+	}
+	return true, nil
+}
+
+// FlushWriteback makes the kernel send every dirty page of the mount
+// (shared writable mmaps) to the daemon now, so those writes are
+// journaled in the turn that made them. The caller must not hold the
+// journal's gate: the writes need it.
+func (m *Mount) FlushWriteback() error {
+	fd, err := unix.Open(m.mountpoint, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("flush writeback: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return fmt.Errorf("flush writeback: %w", err)
+	}
+	return nil
+}
+
+// slogWriter turns go-fuse's log lines into debug records.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Debug("fuse: " + string(trimNewline(p)))
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && p[len(p)-1] == '\n' {
+		p = p[:len(p)-1]
+	}
+	return p
+}

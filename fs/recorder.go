@@ -1,0 +1,226 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// recorder is the one way changes reach the journal. Every mutating FUSE
+// method opens a change with begin, records what its operation is about
+// to destroy through change.record — the only caller of
+// journal.Append — and performs the operation only if that succeeded.
+// The change holds the journal's gate until it ends, so the operation
+// lands in the same turn as its record and a rollback never runs
+// between the two.
+type recorder struct {
+	j     *journal.Journal
+	aside *aside.Area
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	epoch  uint64
+	inodes map[uint64]*inodeState // for the current epoch only
+}
+
+// inodeState is what the current epoch (a turn, or the time between two
+// turns) has already journaled for one inode. It only saves work: a
+// pre-image journaled twice is harmless, because undo applies records
+// newest first and the oldest pre-image of a byte is written last. So
+// losing this state (a restart) costs duplicates, never correctness.
+type inodeState struct {
+	mu      sync.Mutex
+	attr    bool            // KindAttr journaled
+	created bool            // created in this epoch: undo deletes it, nothing to keep
+	size    int64           // size at the first touch
+	saved   ranges          // bytes of [0, size) whose pre-image is journaled
+	xattrs  map[string]bool // xattrs whose old value is journaled
+}
+
+func newRecorder(j *journal.Journal, a *aside.Area, log *slog.Logger) *recorder {
+	return &recorder{j: j, aside: a, log: log, inodes: map[uint64]*inodeState{}}
+}
+
+// change is one mutating request in flight.
+type change struct {
+	r      *recorder
+	g      journal.Gate
+	caller journal.Caller
+}
+
+// begin opens a change for the request in ctx. opener names who opened
+// the file handle the request came through, if any: the kernel sends
+// writeback and mmap flushes with pid 0, and those belong to the opener.
+func (r *recorder) begin(ctx context.Context, opener *journal.Caller) *change {
+	c := &change{r: r, g: r.j.Enter(), caller: callerOf(ctx)}
+	if c.caller.Pid == 0 && opener != nil {
+		c.caller = *opener
+	}
+	return c
+}
+
+// end closes the change; its operation has reached the backing directory
+// (or failed).
+func (c *change) end() { c.g.Leave() }
+
+// record journals rec — with the bytes rec.Off..rec.Off+rec.Len of src
+// for KindData — before the operation that needs it. The operation must
+// not be performed if record fails: fail closed, never unrecorded.
+func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
+	rec.Caller = c.caller
+	if err := c.r.j.Append(c.g, rec, src); err != nil {
+		c.r.log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)
+		return err
+	}
+	return nil
+}
+
+// discard withdraws a record whose operation then failed.
+func (c *change) discard(rec *journal.Record) {
+	if err := c.r.j.Discard(rec); err != nil {
+		c.r.log.Warn("cannot withdraw record of failed operation", "seq", rec.Seq, "err", err)
+	}
+}
+
+// state returns the epoch's state of inode ino, locked. The caller
+// unlocks it.
+func (c *change) state(ino uint64) *inodeState {
+	r := c.r
+	r.mu.Lock()
+	if r.epoch != c.g.Epoch {
+		// A turn boundary: everything must be journaled afresh.
+		r.epoch = c.g.Epoch
+		r.inodes = map[uint64]*inodeState{}
+	}
+	s := r.inodes[ino]
+	if s == nil {
+		s = &inodeState{}
+		r.inodes[ino] = s
+	}
+	r.mu.Unlock()
+	s.mu.Lock()
+	return s
+}
+
+// markCreated notes that ino was created in this epoch.
+func (c *change) markCreated(ino uint64) {
+	s := c.state(ino)
+	s.created = true
+	s.mu.Unlock()
+}
+
+// touch journals the attributes of the object id at path (stat st)
+// before its first change in this epoch. s is id's state, locked by the
+// caller.
+func (c *change) touch(s *inodeState, id uint64, path string, st *syscall.Stat_t, cause journal.Cause) error {
+	if s.attr || s.created {
+		return nil
+	}
+	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: path,
+		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(st)}
+	if err := c.record(rec, nil); err != nil {
+		return err
+	}
+	s.attr, s.size = true, st.Size
+	return nil
+}
+
+// save journals the pre-image of bytes [lo, hi) of the file at path,
+// read from src, as far as they existed at the first touch and are not
+// journaled yet. touch must have run. s is locked by the caller.
+func (c *change) save(s *inodeState, id uint64, path string, src func() (*os.File, error), lo, hi int64) error {
+	if s.created {
+		return nil
+	}
+	hi = min(hi, s.size)
+	gaps := s.saved.missing(lo, hi)
+	if len(gaps) == 0 {
+		return nil
+	}
+	f, err := src()
+	if err != nil {
+		return fmt.Errorf("open pre-image of %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, g := range gaps {
+		rec := &journal.Record{Kind: journal.KindData, Path: path, Type: syscall.S_IFREG, Ino: id, Off: g.lo, Len: g.hi - g.lo}
+		if err := c.record(rec, f); err != nil {
+			return err
+		}
+		s.saved.add(g.lo, g.hi)
+	}
+	return nil
+}
+
+// dirent journals the attributes of directory id (at abs, and rel
+// relative to the backing root) before its first entry change in this
+// epoch, so undo can put its times back.
+func (c *change) dirent(id uint64, abs, rel string) error {
+	s := c.state(id)
+	defer s.mu.Unlock()
+	if s.attr || s.created {
+		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(abs, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	return c.touch(s, id, rel, &st, journal.CauseDirent)
+}
+
+func attrOf(st *syscall.Stat_t) journal.Attr {
+	return journal.Attr{
+		Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size, Nlink: uint32(st.Nlink),
+		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano(),
+	}
+}
+
+// callerOf returns the process that made the request in ctx.
+func callerOf(ctx context.Context) journal.Caller {
+	fc, ok := fuse.FromContext(ctx)
+	if !ok {
+		return journal.Caller{}
+	}
+	c := journal.Caller{Pid: fc.Pid, Uid: fc.Uid, Gid: fc.Gid}
+	if c.Pid != 0 {
+		c.Comm = comm(c.Pid)
+	}
+	return c
+}
+
+// comm reads /proc/PID/comm: the command name at the time of the request.
+func comm(pid uint32) string {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+// errno converts an error to the errno FUSE returns. go-fuse's ToErrno
+// does not unwrap, so this does.
+func errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, journal.ErrClosed) {
+		return syscall.EROFS
+	}
+	return syscall.EIO
+}

@@ -1,0 +1,137 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+var _ = (gofs.NodeRenamer)((*Node)(nil))
+
+// Rename journals the rename itself, so undo can invert it (a directory
+// of any size goes back in one rename). A target it replaces is kept
+// aside first: a file by a hard link into the aside area, so the target
+// name never disappears (rename stays atomic for readers); an empty
+// directory by moving it, since directories cannot be hard-linked.
+func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*Node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	if n.hidden(name) {
+		return syscall.ENOENT
+	}
+	if np.hidden(newName) {
+		return syscall.EPERM
+	}
+	if flags&unix.RENAME_WHITEOUT != 0 {
+		return syscall.EINVAL
+	}
+	rel1, abs1, ok1 := n.child(name)
+	rel2, abs2, ok2 := np.child(newName)
+	if !ok1 || !ok2 {
+		return syscall.ENOENT
+	}
+	c := n.rec.begin(ctx, nil)
+	defer c.end()
+
+	var st1, st2 syscall.Stat_t
+	if err := syscall.Lstat(abs1, &st1); err != nil {
+		return errno(err)
+	}
+	exists := syscall.Lstat(abs2, &st2) == nil
+	exchange := flags&unix.RENAME_EXCHANGE != 0
+	switch {
+	case exchange && !exists:
+		return syscall.ENOENT
+	case flags&unix.RENAME_NOREPLACE != 0 && exists:
+		return syscall.EEXIST
+	case exists && st1.Ino == st2.Ino && st1.Dev == st2.Dev:
+		// Two names of one inode: rename(2) does nothing.
+		return 0
+	}
+	rec := &journal.Record{Kind: journal.KindRename, Path: rel1, Path2: rel2, Flags: flags,
+		Type: st1.Mode & syscall.S_IFMT, Ino: n.idOf(&st1)}
+
+	replace := exists && !exchange
+	targetIsDir := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	if replace {
+		if e := replaceable(&st1, &st2, abs2); e != 0 {
+			return e
+		}
+		s := c.state(n.idOf(&st2))
+		created := s.created
+		s.mu.Unlock()
+		if !created {
+			rec.Aside, rec.Attr = n.rec.aside.NewName(), attrOf(&st2)
+		}
+	}
+	if err := n.dirChange(c); err != nil {
+		return errno(err)
+	}
+	if np != n {
+		if err := np.dirChange(c); err != nil {
+			return errno(err)
+		}
+	}
+	if err := c.record(rec, nil); err != nil {
+		return errno(err)
+	}
+	a := n.rec.aside
+	if rec.Aside != "" {
+		var err error
+		if targetIsDir {
+			err = a.MoveIn(abs2, rec.Aside, &st2)
+		} else {
+			err = a.LinkIn(abs2, rec.Aside, &st2)
+		}
+		if err != nil {
+			c.discard(rec)
+			return errno(err)
+		}
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, abs1, unix.AT_FDCWD, abs2, uint(flags)); err != nil {
+		if rec.Aside != "" {
+			// Put the target back as it was; the rename never happened.
+			if targetIsDir {
+				a.MoveOut(rec.Aside, abs2, &st2)
+			} else {
+				a.Drop(rec.Aside)
+			}
+		}
+		c.discard(rec)
+		return errno(err)
+	}
+	if old := np.childNode(newName); old != nil && rec.Aside != "" {
+		p := a.Path(rec.Aside)
+		old.asidePath.Store(&p)
+	}
+	return 0
+}
+
+// replaceable checks what rename(2) checks before it replaces target
+// (stat st2, at abs2) by source (st1), so that nothing is moved aside
+// for a rename that then fails.
+func replaceable(st1, st2 *syscall.Stat_t, abs2 string) syscall.Errno {
+	dir1 := st1.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	dir2 := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	switch {
+	case dir1 && !dir2:
+		return syscall.ENOTDIR
+	case !dir1 && dir2:
+		return syscall.EISDIR
+	case dir2:
+		empty, err := emptyDir(abs2)
+		if err != nil {
+			return errno(err)
+		}
+		if !empty {
+			return syscall.ENOTEMPTY
+		}
+	}
+	return 0
+}
