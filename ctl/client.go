@@ -1,0 +1,136 @@
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrNotRunning: no daemon answers on the socket.
+var ErrNotRunning = errors.New("no cowfs daemon is running for this workspace")
+
+// Client talks to a daemon over its control socket.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// NewClient returns a client for the socket at path.
+func NewClient(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		MaxIdleConns:    2,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{Socket: path, http: &http.Client{Transport: tr}}
+}
+
+// Status returns the daemon's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	return st, c.do(ctx, "GET", "/v1/status", nil, &st)
+}
+
+// BeginTurn opens a turn.
+func (c *Client) BeginTurn(ctx context.Context, req BeginTurnRequest) (Turn, error) {
+	var t Turn
+	return t, c.do(ctx, "POST", "/v1/turns", req, &t)
+}
+
+// EndTurn closes the open turn.
+func (c *Client) EndTurn(ctx context.Context) (Turn, error) {
+	var t Turn
+	return t, c.do(ctx, "POST", "/v1/turns/current/end", struct{}{}, &t)
+}
+
+// Turns lists the turns in the window.
+func (c *Client) Turns(ctx context.Context) (TurnList, error) {
+	var l TurnList
+	return l, c.do(ctx, "GET", "/v1/turns", nil, &l)
+}
+
+// Turn returns one turn, by number or id, with its changes.
+func (c *Client) Turn(ctx context.Context, ref string) (TurnDetail, error) {
+	var d TurnDetail
+	return d, c.do(ctx, "GET", "/v1/turns/"+url.PathEscape(ref), nil, &d)
+}
+
+// Content returns the content path had when turn at began. The caller
+// closes it.
+func (c *Client) Content(ctx context.Context, at, path string) (io.ReadCloser, error) {
+	q := url.Values{"at": {at}, "path": {path}}
+	resp, err := c.send(ctx, "GET", "/v1/content?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Shutdown asks the daemon to unmount and exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.do(ctx, "POST", "/v1/shutdown", struct{}{}, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("control socket: bad reply to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// send makes a request and turns error replies into *Error.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://cowfs"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Socket)
+		}
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb errorBody
+	if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
+		return nil, eb.Error
+	}
+	return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))}
+}

@@ -1,0 +1,290 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Service is what the daemon does for the control socket. Errors that
+// are an *Error reach the client as they are; any other is reported as
+// internal.
+type Service interface {
+	Status(ctx context.Context) (Status, error)
+	BeginTurn(ctx context.Context, req BeginTurnRequest) (Turn, error)
+	EndTurn(ctx context.Context) (Turn, error)
+	Turns(ctx context.Context) (TurnList, error)
+	Turn(ctx context.Context, ref string) (TurnDetail, error)
+	// Content returns the content path had when turn at began.
+	Content(ctx context.Context, at, path string) (io.ReadCloser, error)
+	// Shutdown unmounts the workspace and stops the daemon.
+	Shutdown(ctx context.Context) error
+}
+
+// maxBody caps request bodies.
+const maxBody = 64 << 10
+
+// Server serves a Service on a Unix socket.
+type Server struct {
+	svc  Service
+	log  *slog.Logger
+	http *http.Server
+}
+
+// NewServer returns a server for svc. log may be nil.
+func NewServer(svc Service, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, log: log}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ConnContext:       withPeer,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Serve serves connections from ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops the server, letting requests in flight finish for a moment.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if s.http.Shutdown(ctx) != nil {
+		s.http.Close()
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	type handler = func(http.ResponseWriter, *http.Request) error
+	byPath := map[string]map[string]handler{}
+	var order []string
+	route := func(method, pattern string, h handler) {
+		if byPath[pattern] == nil {
+			byPath[pattern] = map[string]handler{}
+			order = append(order, pattern)
+		}
+		byPath[pattern][method] = h
+	}
+	route("GET", "/v1/status", func(w http.ResponseWriter, r *http.Request) error {
+		st, err := s.svc.Status(r.Context())
+		return reply(w, http.StatusOK, st, err)
+	})
+	route("GET", "/v1/turns", func(w http.ResponseWriter, r *http.Request) error {
+		ts, err := s.svc.Turns(r.Context())
+		return reply(w, http.StatusOK, ts, err)
+	})
+	route("POST", "/v1/turns", func(w http.ResponseWriter, r *http.Request) error {
+		var req BeginTurnRequest
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+		t, err := s.svc.BeginTurn(r.Context(), req)
+		return reply(w, http.StatusCreated, t, err)
+	})
+	route("POST", "/v1/turns/current/end", func(w http.ResponseWriter, r *http.Request) error {
+		if err := decode(w, r, &struct{}{}); err != nil {
+			return err
+		}
+		t, err := s.svc.EndTurn(r.Context())
+		return reply(w, http.StatusOK, t, err)
+	})
+	route("GET", "/v1/turns/{ref}", func(w http.ResponseWriter, r *http.Request) error {
+		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"))
+		return reply(w, http.StatusOK, d, err)
+	})
+	route("GET", "/v1/content", func(w http.ResponseWriter, r *http.Request) error {
+		q := r.URL.Query()
+		if q.Get("at") == "" || q.Get("path") == "" {
+			return Errorf(CodeBadRequest, "content needs ?at=TURN&path=PATH")
+		}
+		rc, err := s.svc.Content(r.Context(), q.Get("at"), q.Get("path"))
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.WriteHeader(http.StatusOK)
+		io.Copy(w, rc)
+		return nil
+	})
+	route("POST", "/v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
+		if err := decode(w, r, &struct{}{}); err != nil {
+			return err
+		}
+		err := s.svc.Shutdown(r.Context())
+		return reply(w, http.StatusAccepted, struct{}{}, err)
+	})
+	for _, pattern := range order {
+		methods := byPath[pattern]
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			h, ok := methods[r.Method]
+			if !ok {
+				var allow []string
+				for m := range methods {
+					allow = append(allow, m)
+				}
+				sort.Strings(allow)
+				w.Header().Set("Allow", strings.Join(allow, ", "))
+				writeError(w, s.log, Errorf(CodeBadRequest, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, " or "), r.Method), http.StatusMethodNotAllowed)
+				return
+			}
+			if err := h(w, r); err != nil {
+				writeError(w, s.log, err, 0)
+			}
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log, Errorf(CodeNotFound, "no endpoint %s %s", r.Method, r.URL.Path), 0)
+	})
+	return s.checkPeer(mux)
+}
+
+// decode reads a JSON body into v: at most maxBody bytes, no unknown
+// fields, nothing after the value. An empty body is an empty object.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.As(err, &tooBig):
+			return Errorf(CodeBadRequest, "request body over %d bytes", maxBody)
+		default:
+			return Errorf(CodeBadRequest, "request body: %v", err)
+		}
+	}
+	if dec.More() {
+		return Errorf(CodeBadRequest, "request body: data after the JSON value")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Errorf(CodeBadRequest, "request body: data after the JSON value")
+	}
+	return nil
+}
+
+func reply(w http.ResponseWriter, status int, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// statusOf is the HTTP status each error code is sent with.
+var statusOf = map[string]int{
+	CodeBadRequest:  http.StatusBadRequest,
+	CodeNotFound:    http.StatusNotFound,
+	CodeBusy:        http.StatusConflict,
+	CodeConflict:    http.StatusConflict,
+	CodeOutOfWindow: http.StatusGone,
+	CodeForbidden:   http.StatusForbidden,
+	CodeInternal:    http.StatusInternalServerError,
+}
+
+func writeError(w http.ResponseWriter, log *slog.Logger, err error, status int) {
+	var e *Error
+	if !errors.As(err, &e) {
+		log.Error("request failed", "err", err)
+		e = &Error{Code: CodeInternal, Message: err.Error()}
+	}
+	if status == 0 {
+		status = statusOf[e.Code]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(errorBody{Error: e})
+}
+
+// Listen listens on the Unix socket at path, in a directory of mode
+// 0700, with the socket itself mode 0600. A socket file left by a dead
+// daemon is replaced; one a live daemon answers on is not.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s: another daemon is listening", path)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+type peerKey struct{}
+
+// withPeer puts the connecting process's credentials in the context.
+func withPeer(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *syscall.Ucred
+	raw.Control(func(fd uintptr) {
+		cred, _ = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
+	if cred == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, cred)
+}
+
+// checkPeer lets only the daemon's uid and root in.
+func (s *Server) checkPeer(h http.Handler) http.Handler {
+	self := uint32(os.Getuid())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, _ := r.Context().Value(peerKey{}).(*syscall.Ucred)
+		if cred == nil || (cred.Uid != 0 && cred.Uid != self) {
+			writeError(w, s.log, Errorf(CodeForbidden, "this socket serves uid %d and root only", self), 0)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
