@@ -1,0 +1,92 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Version is what a path held at an earlier time, and where to read it
+// today.
+type Version struct {
+	Exists bool
+	Type   uint32 // S_IFMT bits
+	Loc    string // backing-relative path of the object today (live or aside)
+	Ino    uint64
+	Undo   []*journal.Record // the object's Data and Attr records since then, newest first
+}
+
+// ErrNoPreimage: the journal cannot say what a path held.
+var ErrNoPreimage = errors.New("no pre-image in the journal")
+
+// Find returns what path held when recs began. recs are every record
+// from that time to now, newest first; asidePath maps an aside name to
+// its backing-relative path; rootDev is the backing root's device.
+func Find(t *Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
+	p := newPast(asidePath)
+	for _, r := range recs {
+		p.undo(r)
+	}
+	e := p.lookup(path)
+	if e.absent {
+		return Version{}, nil
+	}
+	if e.loc == "" {
+		return Version{}, fmt.Errorf("%s: %w", path, ErrNoPreimage)
+	}
+	st, err := t.Lstat(e.loc)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) && e.loc == path {
+			// Nothing records a change to path, yet it is gone: it
+			// never existed, or it went outside the mount.
+			return Version{}, nil
+		}
+		return Version{}, fmt.Errorf("%s: %w", path, err)
+	}
+	v := Version{Exists: true, Type: st.Mode & syscall.S_IFMT, Loc: e.loc, Ino: e.ino}
+	if v.Ino == 0 {
+		v.Ino = journal.InodeID(st.Dev, st.Ino, rootDev)
+	}
+	for _, r := range recs {
+		if r.Ino == v.Ino && (r.Kind == journal.KindData || r.Kind == journal.KindAttr) {
+			v.Undo = append(v.Undo, r)
+		}
+	}
+	return v, nil
+}
+
+// Materialize writes the content v had into dst, an empty file: its
+// content today with v.Undo applied, newest first, so each byte ends
+// as its oldest pre-image.
+func (v Version) Materialize(t *Tree, j *journal.Journal, dst *os.File) error {
+	if v.Type != syscall.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", v.Loc)
+	}
+	src, err := t.Open(v.Loc, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if _, err := io.Copy(dst, src); err != nil {
+		return fmt.Errorf("copy %s: %w", v.Loc, err)
+	}
+	for _, r := range v.Undo {
+		switch r.Kind {
+		case journal.KindData:
+			err = j.ReadContent(r, func(off int64, b []byte) error {
+				_, err := dst.WriteAt(b, off)
+				return err
+			})
+		case journal.KindAttr:
+			err = dst.Truncate(r.Attr.Size)
+		}
+		if err != nil {
+			return fmt.Errorf("apply record %d: %w", r.Seq, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package rollback puts a workspace back as it was when a turn began:
+// first a plan, which can be shown (dry run), then its execution. It
+// reads the journal and writes the backing directory; it knows nothing
+// of FUSE.
+//
+// # Going back in time
+//
+// Records are undone newest first. past keeps the namespace at the time
+// reached so far as a sparse map over the present (where is the object
+// that was at this path then?), so a renamed directory is followed as
+// one entry however many files it holds. Content comes back by inode
+// identity: the Data and Attr records of an inode, newest first, put
+// its bytes and size back; identities are unique within the window
+// because removed inodes are kept aside, not freed.
+//
+// # Containment
+//
+// Every path is resolved beneath the backing root with openat2
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (Tree): a symlink planted in the
+// workspace cannot make cowfs read or write outside it.
+//
+// Imports: journal, aside, x/sys/unix.
+package rollback
