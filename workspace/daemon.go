@@ -1,0 +1,281 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/fs"
+	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/rollback"
+)
+
+// Options configure a daemon.
+type Options struct {
+	Workspace  string // the backing directory
+	Mountpoint string // where to mount the view; empty: over Workspace, in place
+	JournalDir string // empty: in the state directory
+	Window     int    // turns kept; 0: journal.DefaultWindow
+	Sync       bool   // fsync every journal commit
+	Logger     *slog.Logger
+	Debug      bool // log every FUSE request
+	Version    string
+}
+
+// Daemon serves one mounted workspace.
+type Daemon struct {
+	opts    Options
+	loc     Location
+	mntLoc  *Location // the mountpoint's own location, if not in place
+	log     *slog.Logger
+	started time.Time
+
+	rootFd  int // O_PATH descriptor of the backing directory
+	rootDev uint64
+	tree    *rollback.Tree
+	j       *journal.Journal
+	area    *aside.Area
+	mount   *fs.Mount
+	srv     *ctl.Server
+
+	pruneMu  sync.Mutex
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start checks that the workspace can be mounted, mounts it and starts
+// serving its control socket. On error nothing is left mounted or open.
+func Start(opts Options) (_ *Daemon, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{opts: opts, log: log, started: time.Now(), rootFd: -1}
+	defer func() {
+		if err != nil {
+			if d.mount != nil {
+				d.mount.Unmount()
+			}
+			d.release()
+		}
+	}()
+
+	ws, err := canonical(opts.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	mnt := ws
+	if opts.Mountpoint != "" {
+		if mnt, err = canonical(opts.Mountpoint); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []string{ws, mnt} {
+		if _, err := clearStale(p, log); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkDir(ws, "workspace"); err != nil {
+		return nil, err
+	}
+	if err := checkDir(mnt, "mountpoint"); err != nil {
+		return nil, err
+	}
+	if d.loc, err = Locate(ws); err != nil {
+		return nil, err
+	}
+	if err := refuseLiveMount(mnt, d.loc); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(d.loc.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+
+	jdir := opts.JournalDir
+	if jdir == "" {
+		jdir = d.loc.Journal()
+	}
+	d.opts.JournalDir = jdir
+	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, Sync: opts.Sync, Logger: log}); err != nil {
+		return nil, err
+	}
+
+	// Open the backing directory before the mount covers it: the
+	// daemon reaches it through /proc/self/fd/N from then on.
+	if d.rootFd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(d.rootFd, &st); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	d.rootDev = st.Dev
+	d.tree = rollback.NewTree(d.rootFd)
+	backing := fmt.Sprintf("/proc/self/fd/%d", d.rootFd)
+	if d.area, err = aside.Open(backing); err != nil {
+		return nil, err
+	}
+	// Finish a prune a crash interrupted, before anything new happens.
+	if err := d.j.Prune(d.area.Drop); err != nil {
+		return nil, err
+	}
+
+	d.mount, err = fs.New(fs.Config{
+		Backing: backing, Mountpoint: mnt, FsName: ws,
+		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.opts.Workspace, d.opts.Mountpoint = ws, mnt
+
+	ln, err := ctl.Listen(d.loc.Socket())
+	if err != nil {
+		return nil, err
+	}
+	if mnt != ws {
+		if err := d.linkMountpoint(mnt); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	d.srv = ctl.NewServer(&service{d}, log)
+	go func() {
+		if err := d.srv.Serve(ln); err != nil {
+			log.Error("control socket stopped", "err", err)
+		}
+	}()
+	log.Info("mounted", "workspace", ws, "mountpoint", mnt, "journal", jdir, "socket", d.loc.Socket())
+	return d, nil
+}
+
+// refuseLiveMount fails if a cowfs daemon that answers already serves mnt.
+func refuseLiveMount(mnt string, loc Location) error {
+	m, ok := mountAt(mnt)
+	if !ok || m.FSType != "fuse.cowfs" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if st, err := ctl.NewClient(loc.Socket()).Status(ctx); err == nil {
+		return fmt.Errorf("%w (pid %d): %s", ErrAlreadyMounted, st.Pid, mnt)
+	}
+	return fmt.Errorf("%w: %s is a cowfs mount whose daemon does not answer; unmount it first (umount -l %s)", ErrAlreadyMounted, mnt, mnt)
+}
+
+// linkMountpoint lets the CLI find the daemon from the mountpoint too.
+func (d *Daemon) linkMountpoint(mnt string) error {
+	l, err := Locate(mnt)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	os.Remove(l.Socket())
+	if err := os.Symlink(d.loc.Socket(), l.Socket()); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	d.mntLoc = &l
+	return nil
+}
+
+// Wait blocks until the workspace is unmounted (by Stop, by cowfs
+// umount, or by umount(8)), then closes everything and returns.
+func (d *Daemon) Wait() error {
+	d.mount.Wait()
+	d.release()
+	d.log.Info("unmounted", "workspace", d.opts.Workspace)
+	return d.stopErr
+}
+
+// Stop unmounts. If processes still use the workspace the mount is
+// detached and Wait returns once they let go.
+func (d *Daemon) Stop() {
+	d.stopOnce.Do(func() {
+		lazy, err := d.mount.Unmount()
+		if err != nil {
+			d.stopErr = err
+			d.log.Error("unmount failed", "err", err)
+			return
+		}
+		if lazy {
+			d.log.Warn("workspace busy: mount detached; the daemon stays until the processes using it let go")
+		}
+	})
+}
+
+// release closes what Start opened, in reverse order.
+func (d *Daemon) release() {
+	if d.srv != nil {
+		d.srv.Close()
+	}
+	if d.j != nil {
+		if err := d.j.Close(); err != nil {
+			d.log.Error("closing journal", "err", err)
+		}
+	}
+	if d.rootFd >= 0 {
+		unix.Close(d.rootFd)
+		d.rootFd = -1
+	}
+	// Last: the socket's absence tells cowfs umount the daemon is done.
+	if d.mntLoc != nil {
+		os.Remove(d.mntLoc.Socket())
+	}
+	if d.srv != nil {
+		os.Remove(d.loc.Socket())
+	}
+}
+
+// prune drops turns that left the window, in the background.
+func (d *Daemon) prune() {
+	d.pruneMu.Lock()
+	defer d.pruneMu.Unlock()
+	if err := d.j.Prune(d.area.Drop); err != nil && !errors.Is(err, journal.ErrClosed) {
+		d.log.Error("prune", "err", err)
+	}
+}
+
+// Socket returns the control socket's path.
+func (d *Daemon) Socket() string { return d.loc.Socket() }
+
+// LogPath returns where a background daemon of the workspace logs.
+func LogPath(workspace string) (string, error) {
+	l, err := Locate(workspace)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return "", err
+	}
+	return l.Log(), nil
+}
+
+// Unmount clears a mount whose daemon is gone: a stale one (ENOTCONN),
+// or, with force, any cowfs mount at path.
+func Unmount(path string, force bool) (bool, error) {
+	abs, err := canonical(path)
+	if err != nil {
+		return false, err
+	}
+	if ok, err := clearStale(abs, slog.New(slog.DiscardHandler)); ok || err != nil {
+		return ok, err
+	}
+	if m, ok := mountAt(abs); force && ok && m.FSType == "fuse.cowfs" {
+		if err := syscall.Unmount(abs, syscall.MNT_DETACH); err != nil {
+			return false, fmt.Errorf("unmount %s: %w", abs, err)
+		}
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,102 @@
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// StateRoot is where per-workspace state directories live:
+// $COWFS_STATE_DIR if set; /var/lib/cowfs for root; else
+// $XDG_STATE_HOME/cowfs, or ~/.local/state/cowfs.
+func StateRoot() string {
+	if d := os.Getenv("COWFS_STATE_DIR"); d != "" {
+		return d
+	}
+	if os.Getuid() == 0 {
+		return "/var/lib/cowfs"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "cowfs")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "cowfs")
+}
+
+// Location is where one workspace's state lives.
+type Location struct {
+	Workspace string // absolute path, symlinks resolved
+	Dir       string // its state directory
+}
+
+func (l Location) Socket() string  { return filepath.Join(l.Dir, "ctl.sock") }
+func (l Location) Journal() string { return filepath.Join(l.Dir, "journal") }
+func (l Location) Log() string     { return filepath.Join(l.Dir, "daemon.log") }
+
+// maxSocketPath is what fits in sockaddr_un.sun_path.
+const maxSocketPath = 107
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Locate returns the location of the workspace at path.
+func Locate(path string) (Location, error) {
+	abs, err := canonical(path)
+	if err != nil {
+		return Location{}, err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := unsafeChars.ReplaceAllString(filepath.Base(abs), "_")
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	l := Location{Workspace: abs, Dir: filepath.Join(StateRoot(), name+"-"+hex.EncodeToString(sum[:6]))}
+	if len(l.Socket()) > maxSocketPath {
+		return l, fmt.Errorf("state directory %s is too deep for a Unix socket path; set COWFS_STATE_DIR to a shorter one", l.Dir)
+	}
+	return l, nil
+}
+
+// canonical returns path absolute with symlinks resolved. The last
+// component is kept as it is if it cannot be resolved (a stale mount
+// answers ENOTCONN).
+func canonical(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", path, err)
+	}
+	return filepath.Join(dir, filepath.Base(abs)), nil
+}
+
+// Find returns the location of the workspace that contains path: path
+// itself or the nearest parent with a daemon's socket. If none has one,
+// it returns path's own location.
+func Find(path string) (Location, error) {
+	own, err := Locate(path)
+	if err != nil {
+		return own, err
+	}
+	for p := own.Workspace; ; p = filepath.Dir(p) {
+		l, err := Locate(p)
+		if err == nil {
+			if _, err := os.Stat(l.Socket()); err == nil {
+				return l, nil
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return l, err
+			}
+		}
+		if p == "/" {
+			return own, nil
+		}
+	}
+}

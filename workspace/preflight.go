@@ -1,0 +1,105 @@
+package workspace
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Errors a mount can fail with before anything is mounted.
+var (
+	ErrNoWorkspace    = errors.New("workspace does not exist")
+	ErrAlreadyMounted = errors.New("workspace is already mounted by a live cowfs")
+)
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	Point  string
+	FSType string
+	Source string
+}
+
+// mountAt returns the topmost mount at path, if any.
+func mountAt(path string) (mountEntry, bool) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return mountEntry{}, false
+	}
+	defer f.Close()
+	var found mountEntry
+	ok := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
+			continue
+		}
+		if unescape(fields[4]) == path {
+			found, ok = mountEntry{Point: path, FSType: fields[sep+1], Source: unescape(fields[sep+2])}, true
+		}
+	}
+	return found, ok
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// clearStale unmounts a FUSE mount at path whose daemon died (the kernel
+// answers ENOTCONN), saying so. It reports whether it cleared one.
+func clearStale(path string, log *slog.Logger) (bool, error) {
+	var st syscall.Stat_t
+	err := syscall.Stat(path, &st)
+	if !errors.Is(err, syscall.ENOTCONN) {
+		return false, nil
+	}
+	if err := syscall.Unmount(path, syscall.MNT_DETACH); err != nil {
+		return false, fmt.Errorf("clear stale mount at %s: %w", path, err)
+	}
+	log.Warn("cleared a stale mount left by a cowfs daemon that died", "path", path)
+	return true, nil
+}
+
+// checkDir checks that path is an existing directory.
+func checkDir(path, what string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNoWorkspace, path)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s is not a directory", what, path)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/rollback"
+)
+
+// service implements ctl.Service for a daemon.
+type service struct{ d *Daemon }
+
+var _ ctl.Service = (*service)(nil)
+
+func (s *service) Status(ctx context.Context) (ctl.Status, error) {
+	d := s.d
+	st := ctl.Status{
+		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
+		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
+		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
+		JournalBytes: d.j.Size(),
+	}
+	ts, err := d.j.Turns()
+	if err != nil {
+		return st, err
+	}
+	st.Turns = len(ts)
+	if len(ts) > 0 {
+		st.OldestTurn, st.LatestTurn = ts[0].Num, ts[len(ts)-1].Num
+	}
+	if t, ok := d.j.OpenTurn(); ok {
+		wt, err := s.summary(t)
+		if err != nil {
+			return st, err
+		}
+		st.OpenTurn = &wt.Turn
+	}
+	return st, nil
+}
+
+func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.Turn, error) {
+	d := s.d
+	if len(req.ID) > 256 || len(req.Anchor) > 1024 {
+		return ctl.Turn{}, ctl.Errorf(ctl.CodeBadRequest, "id is limited to 256 bytes and anchor to 1024")
+	}
+	// Dirty mmap pages written before the turn belong before it.
+	if err := d.mount.FlushWriteback(); err != nil {
+		d.log.Warn("flushing writeback before the turn", "err", err)
+	}
+	t, err := d.j.BeginTurn(req.ID, req.Anchor, time.Now())
+	if err != nil {
+		return ctl.Turn{}, apiError(err)
+	}
+	go d.prune()
+	return turnOf(t), nil
+}
+
+func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
+	d := s.d
+	// Dirty mmap pages written during the turn belong to it.
+	if err := d.mount.FlushWriteback(); err != nil {
+		d.log.Warn("flushing writeback at the end of the turn", "err", err)
+	}
+	t, err := d.j.EndTurn(time.Now())
+	if err != nil {
+		return ctl.Turn{}, apiError(err)
+	}
+	wt, err := s.summary(t)
+	return wt.Turn, err
+}
+
+func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
+	ts, err := s.d.j.Turns()
+	if err != nil {
+		return ctl.TurnList{}, err
+	}
+	list := ctl.TurnList{Turns: []ctl.Turn{}}
+	for _, t := range ts {
+		wt, err := s.summary(t)
+		if err != nil {
+			return list, err
+		}
+		list.Turns = append(list.Turns, wt.Turn)
+	}
+	var idle []*journal.Record
+	err = s.d.j.Scan(0, 0, false, func(r *journal.Record) error {
+		if r.Turn == 0 {
+			idle = append(idle, r)
+		}
+		return nil
+	})
+	list.OutsideTurns = len(visible(journal.Changes(idle)))
+	return list, err
+}
+
+func (s *service) Turn(ctx context.Context, ref string) (ctl.TurnDetail, error) {
+	t, err := s.findTurn(ref)
+	if err != nil {
+		return ctl.TurnDetail{}, err
+	}
+	return s.summary(t)
+}
+
+// findTurn resolves a turn reference, telling a turn that left the
+// window from one that never existed.
+func (s *service) findTurn(ref string) (journal.Turn, error) {
+	t, err := s.d.j.FindTurn(ref)
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, journal.ErrTurnNotFound) {
+		return t, err
+	}
+	n, perr := strconv.ParseUint(ref, 10, 64)
+	ts, _ := s.d.j.Turns()
+	if perr == nil && len(ts) > 0 && n >= 1 && n < ts[0].Num {
+		return t, ctl.Errorf(ctl.CodeOutOfWindow, "turn %d has left the window; turns %d to %d can be reached", n, ts[0].Num, ts[len(ts)-1].Num)
+	}
+	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)
+}
+
+// summary describes t with its changes.
+func (s *service) summary(t journal.Turn) (ctl.TurnDetail, error) {
+	end := t.EndSeq
+	if t.Open() {
+		end = 0
+	}
+	var recs []*journal.Record
+	var stored int64
+	err := s.d.j.Scan(t.StartSeq, end, false, func(r *journal.Record) error {
+		if r.Turn == t.Num {
+			recs = append(recs, r)
+			stored += r.Stored
+		}
+		return nil
+	})
+	if err != nil {
+		return ctl.TurnDetail{}, err
+	}
+	changes := visible(journal.Changes(recs))
+	d := ctl.TurnDetail{Turn: turnOf(t), Changes: make([]ctl.Change, 0, len(changes))}
+	d.ChangedPaths, d.Records, d.JournalBytes = len(changes), len(recs), stored
+	for _, c := range changes {
+		d.Changes = append(d.Changes, ctl.Change{
+			Path: c.Path, Kind: c.Kind, From: c.From, Type: typeName(c.Type), Bytes: c.Bytes,
+			Pid: c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time,
+		})
+	}
+	return d, nil
+}
+
+// visible drops changes inside cowfs's private directory.
+func visible(cs []journal.Change) []journal.Change {
+	out := cs[:0]
+	for _, c := range cs {
+		if c.Path != aside.Dir && !strings.HasPrefix(c.Path, aside.Dir+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func turnOf(t journal.Turn) ctl.Turn {
+	wt := ctl.Turn{Num: t.Num, ID: t.ID, Anchor: t.Anchor, State: ctl.StateOpen, BeganAt: t.Began}
+	if !t.Open() {
+		wt.State = ctl.StateClosed
+		ended := t.Ended
+		wt.EndedAt = &ended
+	}
+	return wt
+}
+
+func typeName(mode uint32) string {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return "dir"
+	case syscall.S_IFLNK:
+		return "symlink"
+	case syscall.S_IFIFO:
+		return "fifo"
+	case syscall.S_IFSOCK:
+		return "socket"
+	case syscall.S_IFCHR:
+		return "char"
+	case syscall.S_IFBLK:
+		return "block"
+	}
+	return "file"
+}
+
+func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, error) {
+	d := s.d
+	rel, err := rollback.CleanPath(path)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if rel == aside.Dir || strings.HasPrefix(rel, aside.Dir+"/") {
+		return nil, ctl.Errorf(ctl.CodeNotFound, "%s is not in the workspace", path)
+	}
+	t, err := s.findTurn(at)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(d.loc.Dir, "content-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(tmp.Name()) // anonymous: gone once closed
+	if err := s.materialize(t, rel, tmp); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// materialize writes into dst what rel held when t began. It holds the
+// journal's gate so no change lands between reading the records and
+// reading the files they describe.
+func (s *service) materialize(t journal.Turn, rel string, dst *os.File) error {
+	d := s.d
+	release := d.j.Exclusive()
+	defer release()
+	var recs []*journal.Record
+	err := d.j.Scan(t.StartSeq, 0, true, func(r *journal.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	v, err := rollback.Find(d.tree, recs, rel, d.area.Path, d.rootDev)
+	if err != nil {
+		return apiError(err)
+	}
+	switch {
+	case !v.Exists:
+		return ctl.Errorf(ctl.CodeNotFound, "%s did not exist when turn %d began", rel, t.Num)
+	case v.Type == syscall.S_IFDIR:
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was a directory when turn %d began", rel, t.Num)
+	case v.Type == syscall.S_IFLNK:
+		target, _ := d.tree.Readlink(v.Loc)
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was a symlink to %q when turn %d began", rel, target, t.Num)
+	case v.Type != syscall.S_IFREG:
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was not a regular file when turn %d began", rel, t.Num)
+	}
+	return v.Materialize(d.tree, d.j, dst)
+}
+
+func (s *service) Shutdown(ctx context.Context) error {
+	go s.d.Stop()
+	return nil
+}
+
+// apiError gives journal and rollback errors their control-socket code.
+func apiError(err error) error {
+	var e *ctl.Error
+	switch {
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, journal.ErrBusy):
+		return ctl.Errorf(ctl.CodeBusy, "%v", err)
+	case errors.Is(err, journal.ErrNoTurn), errors.Is(err, journal.ErrDuplicateID):
+		return ctl.Errorf(ctl.CodeConflict, "%v", err)
+	case errors.Is(err, journal.ErrTurnNotFound):
+		return ctl.Errorf(ctl.CodeNotFound, "%v", err)
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, rollback.ErrEscapes):
+		return ctl.Errorf(ctl.CodeBadRequest, "%v", err)
+	case errors.Is(err, rollback.ErrNoPreimage):
+		return ctl.Errorf(ctl.CodeConflict, "%v", err)
+	}
+	return fmt.Errorf("%w", err)
+}
