@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
 )
 
 // Node is a file or directory of the mounted workspace. It is go-fuse's
@@ -64,14 +65,9 @@ func (n *Node) child(name string) (rel, abs string, ok bool) {
 	return rel, n.abs(rel), true
 }
 
-// idOf returns the identity go-fuse gives the inode with stat st: its
-// inode number, mixed with its device's if that is not the backing
-// root's (as LoopbackRoot does), so files of filesystems mounted inside
-// the workspace never share an identity. Records and the recorder's
-// state use it.
+// idOf returns the identity records give the inode with stat st.
 func (n *Node) idOf(st *syscall.Stat_t) uint64 {
-	swap := func(d uint64) uint64 { return d<<32 | d>>32 }
-	return swap(uint64(st.Dev)) ^ swap(n.RootData.Dev) ^ st.Ino
+	return journal.InodeID(uint64(st.Dev), st.Ino, n.RootData.Dev)
 }
 
 // dirChange journals directory n's attributes before its first entry

@@ -123,18 +123,27 @@ func (c *change) markCreated(ino uint64) {
 
 // touch journals the attributes of the object id at path (stat st)
 // before its first change in this epoch. s is id's state, locked by the
-// caller.
-func (c *change) touch(s *inodeState, id uint64, path string, st *syscall.Stat_t, cause journal.Cause) error {
+// caller. It returns the record it made, or nil if none was needed.
+func (c *change) touch(s *inodeState, id uint64, path string, st *syscall.Stat_t, cause journal.Cause) (*journal.Record, error) {
 	if s.attr || s.created {
-		return nil
+		return nil, nil
 	}
 	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: path,
 		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(st)}
 	if err := c.record(rec, nil); err != nil {
-		return err
+		return nil, err
 	}
 	s.attr, s.size = true, st.Size
-	return nil
+	return rec, nil
+}
+
+// untouch withdraws a touch whose change could not go ahead, so the
+// change is not listed.
+func (c *change) untouch(s *inodeState, rec *journal.Record) {
+	if rec != nil {
+		c.discard(rec)
+		s.attr = false
+	}
 }
 
 // save journals the pre-image of bytes [lo, hi) of the file at path,
@@ -177,7 +186,8 @@ func (c *change) dirent(id uint64, abs, rel string) error {
 	if err := syscall.Lstat(abs, &st); err != nil {
 		return fmt.Errorf("stat %s: %w", rel, err)
 	}
-	return c.touch(s, id, rel, &st, journal.CauseDirent)
+	_, err := c.touch(s, id, rel, &st, journal.CauseDirent)
+	return err
 }
 
 func attrOf(st *syscall.Stat_t) journal.Attr {
@@ -195,18 +205,39 @@ func callerOf(ctx context.Context) journal.Caller {
 	}
 	c := journal.Caller{Pid: fc.Pid, Uid: fc.Uid, Gid: fc.Gid}
 	if c.Pid != 0 {
-		c.Comm = comm(c.Pid)
+		c.Pid, c.Comm = process(c.Pid)
 	}
 	return c
 }
 
-// comm reads /proc/PID/comm: the command name at the time of the request.
-func comm(pid uint32) string {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+// process returns the process (thread group) of thread tid — FUSE
+// reports the calling thread — and its command name, /proc/PID/comm at
+// the time of the request.
+func process(tid uint32) (uint32, string) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
-		return ""
+		return tid, ""
 	}
-	return strings.TrimSuffix(string(b), "\n")
+	var name string
+	pid := tid
+	for _, line := range strings.SplitN(string(b), "\n", 8) {
+		k, v, _ := strings.Cut(line, ":\t")
+		switch k {
+		case "Name":
+			name = v
+		case "Tgid":
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+				pid = uint32(n)
+			}
+		}
+	}
+	if pid != tid {
+		// A thread's name may differ from its process's.
+		if b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm"); err == nil {
+			name = strings.TrimSuffix(string(b), "\n")
+		}
+	}
+	return pid, name
 }
 
 // errno converts an error to the errno FUSE returns. go-fuse's ToErrno

@@ -67,7 +67,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		created := s.created
 		s.mu.Unlock()
 		if !created {
-			rec.Aside, rec.Attr = n.rec.aside.NewName(), attrOf(&st2)
+			rec.Aside, rec.Attr, rec.Ino2 = n.rec.aside.NewName(), attrOf(&st2), n.idOf(&st2)
 		}
 	}
 	if err := n.dirChange(c); err != nil {

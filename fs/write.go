@@ -76,16 +76,21 @@ func (n *Node) beforeContent(c *change, f *file, lo, hi int64, cause journal.Cau
 		}
 		return os.OpenFile(n.abs(rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	}
+	var touched *journal.Record
 	if !s.attr {
 		st, err := n.stat(f, rel)
 		if err != nil {
 			return err
 		}
-		if err := c.touch(s, id, rel, st, cause); err != nil {
+		if touched, err = c.touch(s, id, rel, st, cause); err != nil {
 			return err
 		}
 	}
-	return c.save(s, id, rel, src, lo, hi)
+	if err := c.save(s, id, rel, src, lo, hi); err != nil {
+		c.untouch(s, touched)
+		return err
+	}
+	return nil
 }
 
 // stat stats n through f if given, else through its path.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -22,6 +23,13 @@ import (
 func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if j.closed.Load() {
 		return ErrClosed
+	}
+	need := int64(4096)
+	if rec.Kind == KindData {
+		need += rec.Len
+	}
+	if err := j.checkSpace(need); err != nil {
+		return err
 	}
 	j.content.RLock()
 	defer j.content.RUnlock()
@@ -64,6 +72,20 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 			return ErrClosed
 		}
 		return fmt.Errorf("journal: commit record: %w", err)
+	}
+	return nil
+}
+
+// checkSpace fails with ErrNoSpace unless need bytes can be stored and
+// the reserve still kept.
+func (j *Journal) checkSpace(need int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(j.dir, &st); err != nil {
+		return fmt.Errorf("journal: statfs: %w", err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	if free-need < j.opts.reserve() {
+		return fmt.Errorf("%w (%w): %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, syscall.ENOSPC, free, need, j.opts.reserve())
 	}
 	return nil
 }

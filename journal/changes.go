@@ -136,7 +136,8 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	move(m, from, to)
 	switch {
 	case src == nil:
-		add(to, Renamed).From = from
+		src = add(to, Renamed)
+		src.From = from
 	case src.Kind == Created && replaced:
 		src.Kind = Modified
 	case src.Kind == Created, src.Kind == Renamed:
@@ -144,9 +145,13 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	default:
 		src.Kind, src.From = Renamed, from
 	}
-	if r.Aside != "" {
-		m[to].Bytes += r.Bytes()
+	if replaced && dst != nil {
+		// The path's history starts with what happened to the replaced
+		// file.
+		src.Bytes += dst.Bytes
+		src.Caller, src.Step, src.Seq, src.Time = dst.Caller, dst.Step, dst.Seq, dst.Time
 	}
+	src.Bytes += r.Bytes()
 }
 
 // moveEntry moves the change at from, if any, to to.

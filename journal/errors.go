@@ -17,6 +17,10 @@ var (
 	ErrClosed = errors.New("journal is closed")
 	// ErrLocked: another process has the journal open.
 	ErrLocked = errors.New("journal is locked by another process")
+	// ErrNoSpace: the journal's filesystem is too full to record a
+	// change; the change must not happen. Errors with it also match
+	// syscall.ENOSPC.
+	ErrNoSpace = errors.New("journal: not enough free space to record the change")
 	// ErrFormat: the journal was written in a format this build does not read.
 	ErrFormat = errors.New("unsupported journal format")
 )

@@ -30,6 +30,7 @@ type meta struct {
 // Journal is an open journal. Its methods are safe for concurrent use.
 type Journal struct {
 	db   *badger.DB
+	dir  string
 	lock *os.File // flock'd; released on Close
 	opts Options
 	log  *slog.Logger
@@ -78,7 +79,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		lock.Close()
 		return nil, fmt.Errorf("journal: open badger in %s: %w", dir, err)
 	}
-	j := &Journal{db: db, lock: lock, opts: opts, log: opts.Logger}
+	j := &Journal{db: db, dir: dir, lock: lock, opts: opts, log: opts.Logger}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}

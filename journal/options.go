@@ -11,6 +11,9 @@ import (
 // DefaultWindow is how many turns a journal keeps unless told otherwise.
 const DefaultWindow = 10
 
+// DefaultReserve is the free space kept on the journal's filesystem.
+const DefaultReserve = 64 << 20
+
 // Options configure a journal.
 type Options struct {
 	// Window is how many of the latest turns are kept; older ones are
@@ -21,9 +24,24 @@ type Options struct {
 	// returns, not only in the kernel's page cache.
 	Sync bool
 
+	// Reserve is the free space, in bytes, the journal's filesystem
+	// must keep after a record is stored; an Append that would eat into
+	// it fails with ErrNoSpace instead. Zero means DefaultReserve.
+	// Badger writes through memory mappings, and a write to a mapping
+	// on a full filesystem kills the process (SIGBUS) instead of
+	// returning an error: the reserve keeps the journal far from that.
+	Reserve int64
+
 	// Logger receives Badger's warnings and the journal's own notes.
 	// Nil means silent.
 	Logger *slog.Logger
+}
+
+func (o Options) reserve() int64 {
+	if o.Reserve <= 0 {
+		return DefaultReserve
+	}
+	return o.Reserve
 }
 
 func (o Options) window() int {

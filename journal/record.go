@@ -118,7 +118,8 @@ type Record struct {
 	Kind  Kind
 	Cause Cause  // KindAttr only
 	Type  uint32 // S_IFMT bits of the object changed
-	Ino   uint64 // backing inode number of the object changed
+	Ino   uint64 // identity of the object changed (see InodeID)
+	Ino2  uint64 // KindRename: identity of the target kept aside
 
 	Path  string
 	Path2 string // KindRename: new name; KindLink: existing name
@@ -140,6 +141,18 @@ type Record struct {
 	// Stored is the number of bytes this record added to the journal:
 	// its own encoding and the chunks it was the first to store.
 	Stored int64
+}
+
+// InodeID is the identity records give an inode: its number, mixed
+// with its device's when that is not the backing root's, so that files
+// of a filesystem mounted inside the workspace never share an identity
+// with the workspace's own. (It is the inode number go-fuse's loopback
+// reports.) Moving removed inodes aside keeps every identity in the
+// window unique: an inode is not freed, so its number is not reused,
+// before its records leave the window.
+func InodeID(dev, ino, rootDev uint64) uint64 {
+	swap := func(d uint64) uint64 { return d<<32 | d>>32 }
+	return swap(dev) ^ swap(rootDev) ^ ino
 }
 
 // Bytes is the size of the pre-image the record holds or keeps aside.

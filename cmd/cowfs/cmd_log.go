@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+type logOptions struct {
+	json bool
+}
+
+func newLogCommand() *cobra.Command {
+	var opts logOptions
+	cmd := &cobra.Command{
+		Use:   "log",
+		Short: "List the turns in the rollback window",
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, args []string) error { return runLog(opts) },
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	return cmd
+}
+
+func runLog(opts logOptions) error {
+	var l ctl.TurnList
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		l, err = c.Turns(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(l)
+	}
+	if len(l.Turns) == 0 {
+		fmt.Println("no turns yet")
+	} else {
+		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "TURN\tID\tANCHOR\tSTATE\tBEGAN\tPATHS\tJOURNAL")
+		for _, t := range l.Turns {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Num, dash(t.ID), dash(t.Anchor), t.State, when(t.BeganAt), t.ChangedPaths, humanBytes(t.JournalBytes))
+		}
+		w.Flush()
+	}
+	if l.OutsideTurns > 0 {
+		fmt.Printf("%d paths changed outside turns\n", l.OutsideTurns)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/workspace"
+)
+
+type mountOptions struct {
+	mountpoint string
+	journal    string
+	window     int
+	sync       bool
+	background bool
+	debug      bool
+}
+
+// readyEnv names the descriptor a background daemon reports its start on.
+const readyEnv = "COWFS_READY_FD"
+
+func newMountCommand() *cobra.Command {
+	var opts mountOptions
+	cmd := &cobra.Command{
+		Use:   "mount [flags] WORKSPACE",
+		Short: "Mount cowfs over a workspace and journal every change to it",
+		Long: `Mount cowfs over WORKSPACE, in place: the agent's paths do not change. With
+--mountpoint the view appears at DIR instead and WORKSPACE is only the backing
+directory.
+
+The daemon runs in the foreground until SIGINT or SIGTERM, or until
+'cowfs umount WORKSPACE'; then it unmounts and closes the journal. With
+--background it detaches and returns once the mount and the control socket are
+ready; it then logs to the workspace's state directory.
+
+A stale mount left by a daemon that was killed is cleared, with a warning.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMount(opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.mountpoint, "mountpoint", "", "mount the view at `DIR` instead of over the workspace")
+	f.StringVar(&opts.journal, "journal", "", "keep the journal in `DIR` (default: the workspace's state directory)")
+	f.IntVar(&opts.window, "window", 10, "keep the last `N` turns")
+	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
+	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
+	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
+	return cmd
+}
+
+func runMount(opts mountOptions, ws string) error {
+	if opts.window < 1 {
+		return usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
+	}
+	ready := readyPipe()
+	if opts.background && ready == nil {
+		return startBackground(ws)
+	}
+	level := slog.LevelInfo
+	if opts.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	d, err := workspace.Start(workspace.Options{
+		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
+		Window: opts.window, Sync: opts.sync, Logger: log, Debug: opts.debug, Version: version,
+	})
+	if ready != nil {
+		reportReady(ready, err)
+	}
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		for s := range sig {
+			log.Info("unmounting", "signal", s.String())
+			d.Stop()
+		}
+	}()
+	return d.Wait()
+}
+
+// startReport is what a background daemon tells the command that started it.
+type startReport struct {
+	Pid    int    `json:"pid"`
+	Socket string `json:"socket,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Code   int    `json:"code,omitempty"`
+}
+
+func readyPipe() *os.File {
+	fd, err := strconv.Atoi(os.Getenv(readyEnv))
+	if err != nil {
+		return nil
+	}
+	os.Unsetenv(readyEnv)
+	return os.NewFile(uintptr(fd), "ready")
+}
+
+func reportReady(w *os.File, err error) {
+	r := startReport{Pid: os.Getpid()}
+	if err != nil {
+		r.Error, r.Code = err.Error(), exitCode(err)
+	}
+	json.NewEncoder(w).Encode(r)
+	w.Close()
+}
+
+// startBackground starts this command again, detached, and waits until
+// it reports that the mount is ready (or why it is not).
+func startBackground(ws string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath, err := workspace.LogPath(ws)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), readyEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	b, _ := io.ReadAll(r)
+	r.Close()
+	var rep startReport
+	if json.Unmarshal(b, &rep) != nil {
+		cmd.Wait()
+		return fmt.Errorf("the daemon exited while starting; see %s", logPath)
+	}
+	cmd.Process.Release()
+	if rep.Error != "" {
+		return codedError{errors.New(rep.Error), rep.Code}
+	}
+	fmt.Fprintf(os.Stderr, "cowfs: mounted %s (daemon pid %d, log %s)\n", ws, rep.Pid, logPath)
+	return nil
+}

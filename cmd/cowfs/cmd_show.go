@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+type showOptions struct {
+	json bool
+}
+
+func newShowCommand() *cobra.Command {
+	var opts showOptions
+	cmd := &cobra.Command{
+		Use:   "show TURN",
+		Short: "Show what a turn changed, and which process changed it",
+		Long:  "Show the paths TURN (a number, or the harness's id) changed, with the net kind of each change, the pre-image bytes journaled for it, and the pid, uid and command that made it.",
+		Args:  exactArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return runShow(opts, args[0]) },
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	return cmd
+}
+
+func runShow(opts showOptions, ref string) error {
+	var d ctl.TurnDetail
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		d, err = c.Turn(ctx, ref)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(d)
+	}
+	ended := "open"
+	if d.EndedAt != nil {
+		ended = "ended " + when(*d.EndedAt)
+	}
+	fmt.Printf("turn %d%s: began %s, %s; %d paths changed, %s journaled\n",
+		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, d.ChangedPaths, humanBytes(d.JournalBytes))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, ch := range d.Changes {
+		path := ch.Path
+		if ch.From != "" {
+			path = ch.From + " -> " + ch.Path
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d\n", ch.Kind, path, humanBytes(ch.Bytes), dash(ch.Command), ch.Pid, ch.Uid)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cowfs/cowfs/ctl"
+
+	"github.com/spf13/cobra"
+)
+
+type statusOptions struct {
+	json bool
+}
+
+func newStatusCommand() *cobra.Command {
+	var opts statusOptions
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon, the journal and the open turn",
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, args []string) error { return runStatus(opts) },
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	return cmd
+}
+
+func runStatus(opts statusOptions) error {
+	var st ctl.Status
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		st, err = c.Status(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(st)
+	}
+	fmt.Printf("workspace:   %s\n", st.Workspace)
+	if st.Mountpoint != st.Workspace {
+		fmt.Printf("mountpoint:  %s\n", st.Mountpoint)
+	}
+	fmt.Printf("daemon:      pid %d, cowfs %s, since %s\n", st.Pid, st.Version, when(st.StartedAt))
+	sync := ""
+	if st.Sync {
+		sync = ", fsync on every commit"
+	}
+	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, humanBytes(st.JournalBytes), sync)
+	fmt.Printf("socket:      %s\n", st.Socket)
+	if st.Turns == 0 {
+		fmt.Printf("turns:       none yet (window %d)\n", st.Window)
+	} else {
+		fmt.Printf("turns:       %d to %d in the window (keeps %d)\n", st.OldestTurn, st.LatestTurn, st.Window)
+	}
+	if t := st.OpenTurn; t != nil {
+		fmt.Printf("open turn:   %d%s, since %s, %d paths changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), t.ChangedPaths)
+	} else {
+		fmt.Printf("open turn:   none\n")
+	}
+	return nil
+}
+
+// idAnchor formats a turn's id and anchor for a human line.
+func idAnchor(id, anchor string) string {
+	s := ""
+	if id != "" {
+		s += " id " + id
+	}
+	if anchor != "" {
+		s += " anchor " + anchor
+	}
+	if s != "" {
+		s = " (" + s[1:] + ")"
+	}
+	return s
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+type turnBeginOptions struct {
+	id, anchor string
+	json       bool
+}
+
+type turnEndOptions struct {
+	json bool
+}
+
+func newTurnCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "turn",
+		Short: "Begin or end a turn",
+		Args:  exactArgs(0),
+	}
+	var bo turnBeginOptions
+	begin := &cobra.Command{
+		Use:   "begin",
+		Short: "Begin a turn: changes from now on belong to it",
+		Long: `Begin a turn. --id is the harness's own id for it (not a number; unique in the
+window); --anchor ties it to the conversation, e.g. the user message id, and is
+returned in the marker a rollback to before this turn leaves.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error { return runTurnBegin(bo) },
+	}
+	begin.Flags().StringVar(&bo.id, "id", "", "the harness's id for the turn")
+	begin.Flags().StringVar(&bo.anchor, "anchor", "", "conversation anchor, e.g. the user message id")
+	begin.Flags().BoolVar(&bo.json, "json", false, "print JSON")
+
+	var eo turnEndOptions
+	end := &cobra.Command{
+		Use:   "end",
+		Short: "End the open turn",
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, args []string) error { return runTurnEnd(eo) },
+	}
+	end.Flags().BoolVar(&eo.json, "json", false, "print JSON")
+	cmd.AddCommand(begin, end)
+	return cmd
+}
+
+func runTurnBegin(opts turnBeginOptions) error {
+	var t ctl.Turn
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		t, err = c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(t)
+	}
+	fmt.Printf("turn %d began%s\n", t.Num, idAnchor(t.ID, t.Anchor))
+	return nil
+}
+
+func runTurnEnd(opts turnEndOptions) error {
+	var t ctl.Turn
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		t, err = c.EndTurn(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(t)
+	}
+	fmt.Printf("turn %d ended: %d paths changed, %s journaled\n", t.Num, t.ChangedPaths, humanBytes(t.JournalBytes))
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/fs"
+	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/workspace"
+)
+
+// Exit codes, listed in the root command's help.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitNotRunning  = 3
+	exitBusy        = 4
+	exitNotFound    = 5
+	exitOutOfWindow = 6
+	exitConflict    = 7
+	exitCannotMount = 8
+)
+
+const exitCodeHelp = `Exit codes:
+  0  success
+  1  error
+  2  bad usage or bad request
+  3  no daemon is running for the workspace
+  4  busy: a turn is open (or another rollback runs)
+  5  not found: no such turn or path
+  6  the turn has left the rollback window
+  7  conflict: the request contradicts the state (no open turn, id in use)
+  8  cannot mount: no /dev/fuse, not permitted, workspace missing or
+     already mounted, journal locked`
+
+// usageError marks errors in how a command was called.
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	var ue usageError
+	var ce codedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, ctl.ErrNotRunning):
+		return exitNotRunning
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeBadRequest}):
+		return exitUsage
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}):
+		return exitBusy
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeNotFound}):
+		return exitNotFound
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeOutOfWindow}):
+		return exitOutOfWindow
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeConflict}):
+		return exitConflict
+	case errors.Is(err, fs.ErrNoFUSE), errors.Is(err, fs.ErrNotPermitted),
+		errors.Is(err, workspace.ErrNoWorkspace), errors.Is(err, workspace.ErrAlreadyMounted),
+		errors.Is(err, journal.ErrLocked):
+		return exitCannotMount
+	}
+	return exitError
+}
+
+// codedError carries an exit code decided elsewhere (by a background
+// daemon that failed to start).
+type codedError struct {
+	error
+	code int
+}
+
+func exactArgs(n int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("takes %d argument(s), got %d; see cowfs %s --help", n, len(args), cmd.Name())}
+		}
+		return nil
+	}
+}

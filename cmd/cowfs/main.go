@@ -1,0 +1,61 @@
+// Command cowfs makes an AI coding agent's workspace rewindable: it
+// mounts a journaling filesystem over the workspace and answers a
+// control socket through which a harness begins and ends turns, sees
+// what each changed, and rolls back.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// globalOptions are flags every command takes.
+type globalOptions struct {
+	workspace string
+}
+
+var global globalOptions
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cowfs",
+		Short: "Rewindable workspaces for AI coding agents",
+		Long: `cowfs mounts a journaling filesystem over an agent's workspace. Every change
+that reaches the workspace through the mount is journaled, before it happens,
+per turn (one user prompt and the agent run that answers it). A harness
+begins and ends turns over a control socket, sees what each changed, and can
+roll the workspace back.
+
+Commands find the daemon from -w WORKSPACE (default: the current directory,
+or the nearest parent with a mounted workspace).
+
+` + exitCodeHelp,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&global.workspace, "workspace", "w", "", "the workspace (default: the current directory)")
+	root.AddCommand(
+		newMountCommand(),
+		newUmountCommand(),
+		newStatusCommand(),
+		newTurnCommand(),
+		newLogCommand(),
+		newShowCommand(),
+		newCatCommand(),
+	)
+	return root
+}
+
+func main() {
+	cmd, err := newRootCommand().ExecuteC()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cowfs %s: %v\n", cmd.Name(), err)
+		os.Exit(exitCode(err))
+	}
+}

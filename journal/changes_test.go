@@ -1,0 +1,55 @@
+package journal
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestChanges(t *testing.T) {
+	const file, dir = 0o100000, 0o040000
+	recs := []*Record{
+		// echo > a.txt, then sed -i a.txt
+		{Kind: KindAttr, Cause: CauseTruncate, Path: "a.txt", Type: file, Caller: Caller{Comm: "bash"}},
+		{Kind: KindData, Path: "a.txt", Len: 12},
+		{Kind: KindCreate, Path: "sedX", Type: file, Caller: Caller{Comm: "sed"}},
+		{Kind: KindRename, Path: "sedX", Path2: "a.txt", Aside: "1", Type: file, Attr: Attr{Size: 8}},
+		// temp file created and deleted: nothing
+		{Kind: KindCreate, Path: "tmp", Type: file},
+		{Kind: KindRemove, Path: "tmp", Type: file},
+		// mv b c over an existing c
+		{Kind: KindRename, Path: "b", Path2: "c", Aside: "2", Type: file, Attr: Attr{Size: 3}},
+		// a new directory with a file, renamed
+		{Kind: KindCreate, Path: "d", Type: dir},
+		{Kind: KindCreate, Path: "d/f", Type: file},
+		{Kind: KindRename, Path: "d", Path2: "e", Type: dir},
+		// chmod only
+		{Kind: KindAttr, Cause: CauseMode, Path: "m", Type: file},
+		// a directory's times changing is not a change
+		{Kind: KindAttr, Cause: CauseDirent, Path: ".", Type: dir},
+		// moved, then deleted: the old path is deleted
+		{Kind: KindRename, Path: "x", Path2: "y", Type: file},
+		{Kind: KindRemove, Path: "y", Type: file, Aside: "3", Attr: Attr{Size: 5}},
+	}
+	got := map[string]string{}
+	for _, c := range Changes(recs) {
+		got[c.Path] = fmt.Sprintf("%s from=%s bytes=%d by=%s", c.Kind, c.From, c.Bytes, c.Caller.Comm)
+	}
+	want := map[string]string{
+		"a.txt": "modified from= bytes=20 by=bash",
+		"c":     "renamed from=b bytes=3 by=",
+		"e":     "created from= bytes=0 by=",
+		"e/f":   "created from= bytes=0 by=",
+		"m":     "metadata from= bytes=0 by=",
+		"x":     "deleted from= bytes=5 by=",
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: got %q, want %q", p, got[p], w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("unexpected change %s: %s", p, got[p])
+		}
+	}
+}
