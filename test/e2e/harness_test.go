@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+// skip skips the test, or fails it where skips are not allowed (CI sets
+// COWFS_TEST_DISALLOW_SKIP).
+func skip(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("COWFS_TEST_DISALLOW_SKIP") != "" {
+		t.Fatalf("cannot run here: %s", why)
+	}
+	t.Skip(why)
+}
+
+func needFUSE(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skip(t, "needs root to mount")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		skip(t, "needs /dev/fuse")
+	}
+}
+
+func needTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		skip(t, name+" is not installed")
+	}
+}
+
+// workspace is a temporary workspace with its own state directory.
+type workspace struct {
+	t     testing.TB
+	dir   string // the workspace (backing directory, and mountpoint unless mnt is set)
+	mnt   string // where the view is mounted
+	state string // COWFS_STATE_DIR for every command
+	pids  []int  // daemons this test started
+}
+
+func newWorkspace(t testing.TB) *workspace {
+	t.Helper()
+	needFUSE(t)
+	root := t.TempDir()
+	w := &workspace{t: t, dir: filepath.Join(root, "ws"), state: filepath.Join(root, "state")}
+	w.mnt = w.dir
+	if err := os.Mkdir(w.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.cleanup)
+	return w
+}
+
+// path returns the path of rel in the mounted view.
+func (w *workspace) path(rel string) string { return filepath.Join(w.mnt, rel) }
+
+func (w *workspace) env() []string {
+	return append(os.Environ(), "COWFS_STATE_DIR="+w.state)
+}
+
+// run runs the cowfs CLI with -w set to the mountpoint and returns its
+// stdout, stderr and exit code.
+func (w *workspace) run(args ...string) (stdout, stderr string, code int) {
+	w.t.Helper()
+	cmd := exec.Command(cowfsBin, append([]string{"-w", w.mnt}, args...)...)
+	cmd.Env = w.env()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		w.t.Fatalf("cowfs %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+// cowfs runs the CLI and fails the test if it fails.
+func (w *workspace) cowfs(args ...string) string {
+	w.t.Helper()
+	out, errOut, code := w.run(args...)
+	if code != 0 {
+		w.t.Fatalf("cowfs %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// cowfsJSON runs the CLI with --json and decodes its output into v.
+func (w *workspace) cowfsJSON(v any, args ...string) {
+	w.t.Helper()
+	out := w.cowfs(append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		w.t.Fatalf("cowfs %v: bad JSON %q: %v", args, out, err)
+	}
+}
+
+// mount starts a background daemon for the workspace with extra flags.
+func (w *workspace) mount(flags ...string) {
+	w.t.Helper()
+	args := append([]string{"mount", "--background"}, flags...)
+	if w.mnt != w.dir {
+		args = append(args, "--mountpoint", w.mnt)
+	}
+	cmd := exec.Command(cowfsBin, append(args, w.dir)...)
+	cmd.Env = w.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("cowfs mount: %v: %s", err, out)
+	}
+	w.pids = append(w.pids, w.status().Pid)
+}
+
+func (w *workspace) status() ctl.Status {
+	w.t.Helper()
+	var st ctl.Status
+	w.cowfsJSON(&st, "status")
+	return st
+}
+
+// sh runs a shell script in the mounted workspace.
+func (w *workspace) sh(script string) string {
+	w.t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = w.mnt
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("sh -c %q: %v: %s", script, err, out)
+	}
+	return string(out)
+}
+
+// write creates a file with content in the backing directory, before
+// the mount: the state a workspace starts from.
+func (w *workspace) seed(files map[string]string) {
+	w.t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(w.dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w *workspace) turn(n string) ctl.TurnDetail {
+	w.t.Helper()
+	var d ctl.TurnDetail
+	w.cowfsJSON(&d, "show", n)
+	return d
+}
+
+// cleanup unmounts, ends the daemons this test started (by pid, if they
+// outlive the unmount) and fails the test if a mount is left behind.
+func (w *workspace) cleanup() {
+	if len(w.pids) > 0 {
+		w.run("umount")
+	}
+	for _, pid := range w.pids {
+		if syscall.Kill(pid, 0) == nil {
+			time.Sleep(100 * time.Millisecond)
+			if syscall.Kill(pid, 0) == nil {
+				w.t.Errorf("daemon %d still running after umount; killing it", pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	for _, p := range []string{w.mnt, w.dir} {
+		if mounted(p) {
+			w.t.Errorf("%s is still mounted after the test; detaching it", p)
+			syscall.Unmount(p, syscall.MNT_DETACH)
+		}
+	}
+}
+
+// mounted reports whether a FUSE filesystem is mounted at path.
+func mounted(path string) bool {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 2 && fields[1] == path && strings.HasPrefix(fields[2], "fuse") {
+			return true
+		}
+	}
+	return false
+}
