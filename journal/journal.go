@@ -212,8 +212,18 @@ func (j *Journal) Close() error {
 	return nil
 }
 
-// Size returns the bytes the journal takes on disk.
+// Size returns the bytes the journal's files take on disk (allocated
+// blocks: Badger's files are sparse until written).
 func (j *Journal) Size() int64 {
-	lsm, vlog := j.db.Size()
-	return lsm + vlog
+	var n int64
+	filepath.WalkDir(j.dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			var st syscall.Stat_t
+			if syscall.Lstat(p, &st) == nil {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -47,6 +47,9 @@ type Daemon struct {
 	mount   *fs.Mount
 	srv     *ctl.Server
 
+	// Notes are things Start did that the user should hear about.
+	Notes []string
+
 	pruneMu  sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
@@ -80,8 +83,12 @@ func Start(opts Options) (_ *Daemon, err error) {
 		}
 	}
 	for _, p := range []string{ws, mnt} {
-		if _, err := clearStale(p, log); err != nil {
+		cleared, err := clearStale(p, log)
+		if err != nil {
 			return nil, err
+		}
+		if cleared {
+			d.Notes = append(d.Notes, "cleared a stale mount at "+p+" left by a cowfs daemon that died")
 		}
 	}
 	if err := checkDir(ws, "workspace"); err != nil {

@@ -77,7 +77,7 @@ func runMount(opts mountOptions, ws string) error {
 		Window: opts.window, Sync: opts.sync, Logger: log, Debug: opts.debug, Version: version,
 	})
 	if ready != nil {
-		reportReady(ready, err)
+		reportReady(ready, d, err)
 	}
 	if err != nil {
 		return err
@@ -95,10 +95,10 @@ func runMount(opts mountOptions, ws string) error {
 
 // startReport is what a background daemon tells the command that started it.
 type startReport struct {
-	Pid    int    `json:"pid"`
-	Socket string `json:"socket,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Code   int    `json:"code,omitempty"`
+	Pid   int      `json:"pid"`
+	Notes []string `json:"notes,omitempty"`
+	Error string   `json:"error,omitempty"`
+	Code  int      `json:"code,omitempty"`
 }
 
 func readyPipe() *os.File {
@@ -110,10 +110,12 @@ func readyPipe() *os.File {
 	return os.NewFile(uintptr(fd), "ready")
 }
 
-func reportReady(w *os.File, err error) {
+func reportReady(w *os.File, d *workspace.Daemon, err error) {
 	r := startReport{Pid: os.Getpid()}
 	if err != nil {
 		r.Error, r.Code = err.Error(), exitCode(err)
+	} else {
+		r.Notes = d.Notes
 	}
 	json.NewEncoder(w).Encode(r)
 	w.Close()
@@ -158,6 +160,9 @@ func startBackground(ws string) error {
 	cmd.Process.Release()
 	if rep.Error != "" {
 		return codedError{errors.New(rep.Error), rep.Code}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
 	}
 	fmt.Fprintf(os.Stderr, "cowfs: mounted %s (daemon pid %d, log %s)\n", ws, rep.Pid, logPath)
 	return nil
