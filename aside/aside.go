@@ -113,7 +113,7 @@ func (a *Area) MoveIn(path, name string, st *syscall.Stat_t) error {
 	if err := syscall.Rename(path, dst); err != nil {
 		return fmt.Errorf("aside: move %s aside: %w", path, err)
 	}
-	a.count(st, +1)
+	a.count(st.Mode, st.Ino, +1)
 	return nil
 }
 
@@ -127,7 +127,7 @@ func (a *Area) LinkIn(path, name string, st *syscall.Stat_t) error {
 	if err := syscall.Link(path, dst); err != nil {
 		return fmt.Errorf("aside: keep %s aside: %w", path, err)
 	}
-	a.count(st, +1)
+	a.count(st.Mode, st.Ino, +1)
 	return nil
 }
 
@@ -141,13 +141,18 @@ func (a *Area) MoveOut(name, path string, st *syscall.Stat_t) error {
 	if err := syscall.Rename(src, path); err != nil {
 		return fmt.Errorf("aside: move %s back: %w", name, err)
 	}
-	a.count(st, -1)
+	a.count(st.Mode, st.Ino, -1)
 	return nil
 }
 
-// Forget undoes the bookkeeping of MoveIn or LinkIn for an inode that
-// went back (or never went) into the workspace by other means.
-func (a *Area) Forget(st *syscall.Stat_t) { a.count(st, -1) }
+// Added and Removed keep the link counts right when another package
+// (rollback) moves an inode (stat st) into or out of the area itself.
+// They take the inode's mode and number.
+func (a *Area) Added(mode uint32, ino uint64)   { a.count(mode, ino, +1) }
+func (a *Area) Removed(mode uint32, ino uint64) { a.count(mode, ino, -1) }
+
+// Prefix is the backing-relative path of the area, with a final slash.
+const Prefix = areaDir + "/"
 
 // Drop frees name for good. A name already gone is not an error.
 func (a *Area) Drop(name string) error {
@@ -170,21 +175,21 @@ func (a *Area) Drop(name string) error {
 	if err != nil && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("aside: drop %s: %w", name, err)
 	}
-	a.count(&st, -1)
+	a.count(st.Mode, st.Ino, -1)
 	return nil
 }
 
-func (a *Area) count(st *syscall.Stat_t, d int) {
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+func (a *Area) count(mode uint32, ino uint64, d int) {
+	if mode&syscall.S_IFMT == syscall.S_IFDIR {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := int(a.links[st.Ino]) + d
+	n := int(a.links[ino]) + d
 	if n <= 0 {
-		delete(a.links, st.Ino)
+		delete(a.links, ino)
 	} else {
-		a.links[st.Ino] = uint32(n)
+		a.links[ino] = uint32(n)
 	}
 	a.held.Store(int64(len(a.links)))
 }

@@ -1,7 +1,9 @@
 package ctl
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -23,7 +25,7 @@ type Turn struct {
 	Num    uint64 `json:"num"`              // 1, 2, 3 … never reused
 	ID     string `json:"id,omitempty"`     // the harness's id
 	Anchor string `json:"anchor,omitempty"` // the conversation anchor
-	State  string `json:"state"`            // "open" or "closed"
+	State  string `json:"state"`            // "open", "closed" or "reverted"
 
 	BeganAt time.Time  `json:"began_at"`
 	EndedAt *time.Time `json:"ended_at,omitempty"`
@@ -37,6 +39,9 @@ type Turn struct {
 const (
 	StateOpen   = "open"
 	StateClosed = "closed"
+	// A reverted turn was rolled back; it is forgotten when the next
+	// turn begins, unless the rollback is unreverted first.
+	StateReverted = "reverted"
 )
 
 // TurnList is the body of GET /v1/turns.
@@ -93,6 +98,111 @@ type Status struct {
 	LatestTurn uint64 `json:"latest_turn,omitempty"`
 
 	JournalBytes int64 `json:"journal_bytes"` // on disk
+	// Unrevertable counts the rollbacks since the last turn began; the
+	// latest can be unreverted.
+	Unrevertable int `json:"unrevertable"`
+}
+
+// TurnRef names a turn by number or by the harness's id. In JSON it is
+// a number or a string.
+type TurnRef string
+
+func (r *TurnRef) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*r = TurnRef(s)
+		return nil
+	}
+	var n uint64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("a turn is a number or an id string, not %s", b)
+	}
+	*r = TurnRef(strconv.FormatUint(n, 10))
+	return nil
+}
+
+// RollbackRequest is the body of POST /v1/rollback.
+type RollbackRequest struct {
+	// To is the turn to roll back to before: the workspace returns to
+	// its state when that turn began.
+	To TurnRef `json:"to"`
+	// DryRun returns the plan and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Force also restores paths changed outside turns since To began,
+	// which are otherwise skipped and reported.
+	Force bool `json:"force,omitempty"`
+}
+
+// UnrevertRequest is the body of POST /v1/unrevert.
+type UnrevertRequest struct {
+	// Force also undoes the rollback on paths changed since it.
+	Force bool `json:"force,omitempty"`
+}
+
+// Rollback actions for a path.
+const (
+	ActionRestore = "restore" // exists before and after; content or metadata put back
+	ActionRecover = "recover" // deleted or renamed away; brought back
+	ActionDelete  = "delete"  // did not exist when the target turn began; removed
+	ActionSkip    = "skip"    // left as it is; reason says why
+)
+
+// PathAction is what a rollback does (or, dry, would do) to one path.
+type PathAction struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Type   string `json:"type"` // as in Change
+	Reason string `json:"reason,omitempty"`
+	// A rename undone: the object recovered at path comes from another
+	// path, or the object deleted from path moves to another.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// RollbackCounts sums a rollback's paths: files (and every other
+// non-directory) by action, and directories removed and recreated. A
+// rename undone counts once, as recovered.
+type RollbackCounts struct {
+	Restored      int `json:"restored"`
+	Recovered     int `json:"recovered"`
+	Deleted       int `json:"deleted"`
+	Skipped       int `json:"skipped"`
+	DirsRemoved   int `json:"dirs_removed"`
+	DirsRecreated int `json:"dirs_recreated"`
+}
+
+// RollbackResult is the body of a rollback's or an unrevert's reply.
+type RollbackResult struct {
+	// Target is the turn rolled back to before (for an unrevert: the
+	// turn the undone rollback went back to).
+	Target   uint64 `json:"target"`
+	DryRun   bool   `json:"dry_run,omitempty"`
+	Unrevert bool   `json:"unrevert,omitempty"`
+	// Rollback is the rollback's id (absent in a dry run).
+	Rollback uint64         `json:"rollback,omitempty"`
+	Paths    []PathAction   `json:"paths"` // sorted by path
+	Counts   RollbackCounts `json:"counts"`
+	// Marker is the conversation truncation marker the rollback left
+	// (absent in a dry run and an unrevert, which withdraws it).
+	Marker *Marker `json:"marker,omitempty"`
+}
+
+// Marker tells the harness where to truncate its conversation after a
+// rollback: at Anchor, the anchor of the turn rolled back to before.
+type Marker struct {
+	Turn      uint64    `json:"turn"`
+	ID        string    `json:"id,omitempty"`
+	Anchor    string    `json:"anchor,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// Note is a line of at most 160 characters for the model: later
+	// messages were removed and the files restored; continue without
+	// mentioning it.
+	Note string `json:"note"`
+}
+
+// MarkerList is the body of GET /v1/markers.
+type MarkerList struct {
+	Markers []Marker `json:"markers"` // oldest turn first
 }
 
 // Error is the body of every error response, as {"error": Error}.

@@ -77,6 +77,24 @@ func (c *Client) Content(ctx context.Context, at, path string) (io.ReadCloser, e
 	return resp.Body, nil
 }
 
+// Rollback rolls the workspace back to before a turn (or plans it).
+func (c *Client) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
+	var res RollbackResult
+	return res, c.do(ctx, "POST", "/v1/rollback", req, &res)
+}
+
+// Unrevert undoes the last rollback since the last turn began.
+func (c *Client) Unrevert(ctx context.Context, req UnrevertRequest) (RollbackResult, error) {
+	var res RollbackResult
+	return res, c.do(ctx, "POST", "/v1/unrevert", req, &res)
+}
+
+// Markers lists the conversation truncation markers.
+func (c *Client) Markers(ctx context.Context) (MarkerList, error) {
+	var l MarkerList
+	return l, c.do(ctx, "GET", "/v1/markers", nil, &l)
+}
+
 // Shutdown asks the daemon to unmount and exit.
 func (c *Client) Shutdown(ctx context.Context) error {
 	return c.do(ctx, "POST", "/v1/shutdown", struct{}{}, nil)

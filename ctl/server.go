@@ -28,6 +28,12 @@ type Service interface {
 	Turn(ctx context.Context, ref string) (TurnDetail, error)
 	// Content returns the content path had when turn at began.
 	Content(ctx context.Context, at, path string) (io.ReadCloser, error)
+	// Rollback rolls the workspace back to before a turn, or plans it.
+	Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error)
+	// Unrevert undoes the last rollback since the last turn began.
+	Unrevert(ctx context.Context, req UnrevertRequest) (RollbackResult, error)
+	// Markers lists the conversation truncation markers.
+	Markers(ctx context.Context) (MarkerList, error)
 	// Shutdown unmounts the workspace and stops the daemon.
 	Shutdown(ctx context.Context) error
 }
@@ -130,6 +136,29 @@ func (s *Server) routes() http.Handler {
 		w.WriteHeader(http.StatusOK)
 		io.Copy(w, rc)
 		return nil
+	})
+	route("POST", "/v1/rollback", func(w http.ResponseWriter, r *http.Request) error {
+		var req RollbackRequest
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+		if req.To == "" {
+			return Errorf(CodeBadRequest, "rollback needs \"to\": the turn to roll back to before")
+		}
+		res, err := s.svc.Rollback(r.Context(), req)
+		return reply(w, http.StatusOK, res, err)
+	})
+	route("POST", "/v1/unrevert", func(w http.ResponseWriter, r *http.Request) error {
+		var req UnrevertRequest
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+		res, err := s.svc.Unrevert(r.Context(), req)
+		return reply(w, http.StatusOK, res, err)
+	})
+	route("GET", "/v1/markers", func(w http.ResponseWriter, r *http.Request) error {
+		ms, err := s.svc.Markers(r.Context())
+		return reply(w, http.StatusOK, ms, err)
 	})
 	route("POST", "/v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
 		if err := decode(w, r, &struct{}{}); err != nil {

@@ -37,6 +37,8 @@ type Config struct {
 type Mount struct {
 	server     *fuse.Server
 	mountpoint string
+	root       *Node
+	inval      invalidations
 }
 
 // ErrNoFUSE: /dev/fuse is missing.
@@ -100,7 +102,7 @@ func New(cfg Config) (*Mount, error) {
 		}
 		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
 	}
-	return &Mount{server: server, mountpoint: cfg.Mountpoint}, nil
+	return &Mount{server: server, mountpoint: cfg.Mountpoint, root: root}, nil
 }
 
 // Wait returns when the kernel has ended the mount.

@@ -28,6 +28,7 @@ var ErrCorrupt = errors.New("journal: corrupt value")
 func encodeRecord(buf []byte, r *Record) []byte {
 	buf = append(buf, recordVersion)
 	buf = binary.AppendUvarint(buf, r.Turn)
+	buf = binary.AppendUvarint(buf, r.Group)
 	buf = appendString(buf, r.Step)
 	buf = binary.AppendVarint(buf, r.Time.UnixNano())
 	buf = append(buf, byte(r.Kind), byte(r.Cause))
@@ -86,6 +87,7 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 	}
 	r := &Record{Seq: seq}
 	r.Turn = d.uvarint()
+	r.Group = d.uvarint()
 	r.Step = d.string(maxStringLen)
 	r.Time = time.Unix(0, d.varint())
 	r.Kind = Kind(d.byte())

@@ -16,7 +16,7 @@ func sha(b []byte) [32]byte { return sha256.Sum256(b) }
 
 func sampleRecord() *Record {
 	return &Record{
-		Seq: 42, Turn: 3, Step: "call_7", Time: time.Unix(1700000000, 123456789),
+		Seq: 42, Turn: 3, Group: 5, Step: "call_7", Time: time.Unix(1700000000, 123456789),
 		Kind: KindRename, Cause: CauseWrite, Type: 0o100000, Ino: 123456, Ino2: 654321,
 		Path: "src/main.go", Path2: "src/main.go.bak", Aside: "41", Flags: 1,
 		Caller: Caller{Pid: 4242, Uid: 1000, Gid: 1000, Comm: "sed"},

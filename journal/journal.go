@@ -165,10 +165,14 @@ func (j *Journal) initMeta() error {
 // turn left open by the previous process, if any.
 func (j *Journal) loadCounters() error {
 	return j.db.View(func(txn *badger.Txn) error {
+		var c counters
+		if _, err := getJSON(txn, countersKey, &c); err != nil {
+			return err
+		}
 		j.nextSeq.Store(lastKeyNum(txn, prefixRecord) + 1)
-		j.nextTurn = lastKeyNum(txn, prefixTurn) + 1
-		if j.nextTurn > 1 {
-			t, err := getTurn(txn, j.nextTurn-1)
+		j.nextTurn = max(lastKeyNum(txn, prefixTurn)+1, c.NextTurn)
+		if last := lastKeyNum(txn, prefixTurn); last > 0 {
+			t, err := getTurn(txn, last)
 			if err != nil {
 				return err
 			}

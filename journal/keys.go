@@ -4,12 +4,15 @@ import "encoding/binary"
 
 // Key prefixes; see the package documentation.
 const (
-	prefixMeta   = 'M'
-	prefixTurn   = 't'
-	prefixRecord = 'r'
-	prefixChunk  = 'c'
-	prefixRef    = 'x'
-	prefixMarker = 'k'
+	prefixMeta     = 'M'
+	prefixTurn     = 't'
+	prefixRecord   = 'r'
+	prefixChunk    = 'c'
+	prefixRef      = 'x'
+	prefixMarker   = 'k'
+	prefixRollback = 'b'
+	prefixPlan     = 'p'
+	prefixCounters = 'N'
 )
 
 var metaKey = []byte{prefixMeta}

@@ -112,8 +112,12 @@ type Chunk struct {
 type Record struct {
 	Seq  uint64 // key; assigned by Append
 	Turn uint64 // 0: outside a turn
-	Step string // the harness's tool-call id, if it marked one
-	Time time.Time
+	// Group is the rollback that made this change (see Rollback), or 0
+	// for a change made through the mount. A group's records exist
+	// only so the rollback can be undone (unrevert).
+	Group uint64
+	Step  string // the harness's tool-call id, if it marked one
+	Time  time.Time
 
 	Kind  Kind
 	Cause Cause  // KindAttr only

@@ -22,6 +22,11 @@ type Turn struct {
 	// EndSeq is 0 while the turn is open.
 	StartSeq uint64 `json:"start_seq"`
 	EndSeq   uint64 `json:"end_seq,omitempty"`
+
+	// RevertedBy is the rollback that reverted the turn. A reverted
+	// turn is forgotten when the next turn begins, unless the rollback
+	// is undone first.
+	RevertedBy uint64 `json:"reverted_by,omitempty"`
 }
 
 // Open reports whether the turn has not ended.
@@ -31,9 +36,10 @@ func (t Turn) Open() bool { return t.EndSeq == 0 }
 // its operation has reached the backing directory. It fixes the turn
 // the change belongs to.
 type Gate struct {
-	j     *Journal
-	Turn  uint64 // 0: outside a turn
-	Epoch uint64 // changes in one epoch share one pre-image per inode
+	j         *Journal
+	Turn      uint64 // 0: outside a turn
+	Epoch     uint64 // changes in one epoch share one pre-image per inode
+	exclusive bool
 }
 
 // Enter holds the gate for one change.
@@ -47,13 +53,28 @@ func (j *Journal) Enter() Gate {
 }
 
 // Leave releases the gate.
-func (g Gate) Leave() { g.j.gate.RUnlock() }
+func (g Gate) Leave() {
+	if g.exclusive {
+		g.j.gate.Unlock()
+	} else {
+		g.j.gate.RUnlock()
+	}
+}
 
 // Exclusive waits for changes in flight to finish and keeps new ones
-// out until release is called. Rollback runs under it.
-func (j *Journal) Exclusive() (release func()) {
+// out until the returned gate is left. Rollbacks run under it, and
+// journal their own changes through it (outside any turn).
+func (j *Journal) Exclusive() Gate {
 	j.gate.Lock()
-	return j.gate.Unlock
+	return Gate{j: j, Epoch: j.epoch, exclusive: true}
+}
+
+// OpenTurn returns the open turn, if any, for a holder of the gate.
+func (g Gate) OpenTurn() (Turn, bool) {
+	if g.j.open == nil {
+		return Turn{}, false
+	}
+	return *g.j.open, true
 }
 
 // OpenTurn returns the open turn, if any.
@@ -88,8 +109,19 @@ func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	t := Turn{Num: j.nextTurn, ID: id, Anchor: anchor, Began: now.UTC(), StartSeq: j.nextSeq.Load()}
-	if err := j.putTurn(t); err != nil {
-		return Turn{}, err
+	err := j.db.Update(func(txn *badger.Txn) error {
+		var c counters
+		if _, err := getJSON(txn, countersKey, &c); err != nil {
+			return err
+		}
+		c.NextTurn = t.Num + 1
+		if err := setJSON(txn, countersKey, c); err != nil {
+			return err
+		}
+		return setJSON(txn, turnKey(t.Num), t)
+	})
+	if err != nil {
+		return Turn{}, fmt.Errorf("journal: save turn %d: %w", t.Num, err)
 	}
 	j.nextTurn++
 	j.open = &t

@@ -50,6 +50,7 @@ type Daemon struct {
 	// Notes are things Start did that the user should hear about.
 	Notes []string
 
+	rbMu     sync.Mutex // one rollback, unrevert or turn start at a time
 	pruneMu  sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
@@ -131,7 +132,11 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if d.area, err = aside.Open(backing); err != nil {
 		return nil, err
 	}
-	// Finish a prune a crash interrupted, before anything new happens.
+	// Finish a rollback and a prune a crash interrupted, before
+	// anything new happens.
+	if err := d.resume(); err != nil {
+		return nil, err
+	}
 	if err := d.j.Prune(d.area.Drop); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	if len(ts) > 0 {
 		st.OldestTurn, st.LatestTurn = ts[0].Num, ts[len(ts)-1].Num
 	}
+	if rbs, err := d.j.Rollbacks(); err == nil {
+		st.Unrevertable = len(rbs)
+	}
 	if t, ok := d.j.OpenTurn(); ok {
 		wt, err := s.summary(t)
 		if err != nil {
@@ -56,6 +59,14 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	// Dirty mmap pages written before the turn belong before it.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback before the turn", "err", err)
+	}
+	d.rbMu.Lock()
+	defer d.rbMu.Unlock()
+	if _, open := d.j.OpenTurn(); !open {
+		// The next turn drops rolled-back turns for good.
+		if err := d.settle(); err != nil {
+			return ctl.Turn{}, err
+		}
 	}
 	t, err := d.j.BeginTurn(req.ID, req.Anchor, time.Now())
 	if err != nil {
@@ -94,7 +105,7 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 	}
 	var idle []*journal.Record
 	err = s.d.j.Scan(0, 0, false, func(r *journal.Record) error {
-		if r.Turn == 0 {
+		if r.Turn == 0 && r.Group == 0 {
 			idle = append(idle, r)
 		}
 		return nil
@@ -172,8 +183,13 @@ func visible(cs []journal.Change) []journal.Change {
 
 func turnOf(t journal.Turn) ctl.Turn {
 	wt := ctl.Turn{Num: t.Num, ID: t.ID, Anchor: t.Anchor, State: ctl.StateOpen, BeganAt: t.Began}
+	if t.RevertedBy != 0 {
+		wt.State = ctl.StateReverted
+	}
 	if !t.Open() {
-		wt.State = ctl.StateClosed
+		if wt.State == ctl.StateOpen {
+			wt.State = ctl.StateClosed
+		}
 		ended := t.Ended
 		wt.EndedAt = &ended
 	}
@@ -232,8 +248,8 @@ func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, 
 // reading the files they describe.
 func (s *service) materialize(t journal.Turn, rel string, dst *os.File) error {
 	d := s.d
-	release := d.j.Exclusive()
-	defer release()
+	g := d.j.Exclusive()
+	defer g.Leave()
 	var recs []*journal.Record
 	err := d.j.Scan(t.StartSeq, 0, true, func(r *journal.Record) error {
 		recs = append(recs, r)
@@ -273,7 +289,8 @@ func apiError(err error) error {
 		return err
 	case errors.Is(err, journal.ErrBusy):
 		return ctl.Errorf(ctl.CodeBusy, "%v", err)
-	case errors.Is(err, journal.ErrNoTurn), errors.Is(err, journal.ErrDuplicateID):
+	case errors.Is(err, journal.ErrNoTurn), errors.Is(err, journal.ErrDuplicateID),
+		errors.Is(err, rollback.ErrNothingToUnrevert):
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	case errors.Is(err, journal.ErrTurnNotFound):
 		return ctl.Errorf(ctl.CodeNotFound, "%v", err)

@@ -48,6 +48,10 @@ or the nearest parent with a mounted workspace).
 		newLogCommand(),
 		newShowCommand(),
 		newCatCommand(),
+		newRollbackCommand(),
+		newUndoCommand(),
+		newUnrevertCommand(),
+		newMarkersCommand(),
 	)
 	return root
 }

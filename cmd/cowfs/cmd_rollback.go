@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+type rollbackOptions struct {
+	dryRun, force, json, verbose bool
+}
+
+func newRollbackCommand() *cobra.Command {
+	var opts rollbackOptions
+	cmd := &cobra.Command{
+		Use:   "rollback TURN",
+		Short: "Put the workspace back as it was when a turn began",
+		Long: `Roll the workspace back to its state when TURN (a number, or the harness's id)
+began: files modified since get their old content and attributes, deleted files
+and renamed paths come back, created files go, and directories created since
+are removed once empty. Paths changed outside turns since TURN began are
+skipped and reported, unless --force. Refused while a turn is open.
+
+The rollback leaves a conversation truncation marker (see 'cowfs markers'), and
+can be undone with 'cowfs unrevert' until the next turn begins.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRollback(opts, ctl.RollbackRequest{To: ctl.TurnRef(args[0]), DryRun: opts.dryRun, Force: opts.force})
+		},
+	}
+	addRollbackFlags(cmd, &opts)
+	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "print the plan and change nothing")
+	return cmd
+}
+
+func addRollbackFlags(cmd *cobra.Command, opts *rollbackOptions) {
+	cmd.Flags().BoolVar(&opts.force, "force", false, "also restore paths changed outside turns")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&opts.verbose, "verbose", "v", false, "list every path, not only those skipped")
+}
+
+func runRollback(opts rollbackOptions, req ctl.RollbackRequest) error {
+	var res ctl.RollbackResult
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		res, err = c.Rollback(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return printRollback(opts, res)
+}
+
+func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
+	if opts.json {
+		return printJSON(res)
+	}
+	fmt.Println(rollbackSummary(res))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, p := range res.Paths {
+		if opts.verbose || res.DryRun || p.Action == ctl.ActionSkip {
+			reason := ""
+			switch {
+			case p.Reason != "":
+				reason = "\t(" + p.Reason + ")"
+			case p.From != "":
+				reason = "\t(renamed back from " + p.From + ")"
+			case p.To != "":
+				reason = "\t(renamed back to " + p.To + ")"
+			}
+			fmt.Fprintf(w, "  %s\t%s%s\t%s\n", p.Action, p.Path, slashIfDir(p.Type), reason)
+		}
+	}
+	w.Flush()
+	if m := res.Marker; m != nil {
+		fmt.Printf("marker: turn %d%s\n  %s\n", m.Turn, idAnchor(m.ID, m.Anchor), m.Note)
+	}
+	return nil
+}
+
+// rollbackSummary is the one-line account of a rollback.
+func rollbackSummary(res ctl.RollbackResult) string {
+	c := res.Counts
+	verb := "Rolled back"
+	switch {
+	case res.DryRun:
+		verb = "Would roll back"
+	case res.Unrevert:
+		return fmt.Sprintf("Unreverted the rollback to before turn %d: %d restored, %d recovered, %d deleted, %d skipped%s",
+			res.Target, c.Restored, c.Recovered, c.Deleted, c.Skipped, dirCounts(c))
+	}
+	return fmt.Sprintf("%s to before turn %d: %d restored, %d recovered, %d deleted, %d skipped%s",
+		verb, res.Target, c.Restored, c.Recovered, c.Deleted, c.Skipped, dirCounts(c))
+}
+
+func dirCounts(c ctl.RollbackCounts) string {
+	var parts []string
+	if c.DirsRemoved > 0 {
+		parts = append(parts, fmt.Sprintf("%d empty %s removed", c.DirsRemoved, plural(c.DirsRemoved, "directory", "directories")))
+	}
+	if c.DirsRecreated > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s recreated", c.DirsRecreated, plural(c.DirsRecreated, "directory", "directories")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func slashIfDir(typ string) string {
+	if typ == "dir" {
+		return "/"
+	}
+	return ""
+}

@@ -1,0 +1,341 @@
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Rollback states.
+const (
+	RollbackRunning     = "running"     // planned and started; resumed after a crash
+	RollbackDone        = "done"        // the workspace is at the target; can be unreverted
+	RollbackUnreverting = "unreverting" // being undone; resumed after a crash
+)
+
+// Rollback is one rollback (or its undoing) as the journal keeps it:
+// enough to finish it after a crash, to undo it, and, when the next
+// turn begins, to forget the turns it reverted.
+type Rollback struct {
+	ID     uint64 `json:"id"`
+	Target uint64 `json:"target"` // rolled back to before this turn
+	Force  bool   `json:"force,omitempty"`
+	State  string `json:"state"`
+
+	// The records it undoes: From <= seq < To.
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	// Records it did not undo (conflicts, failures), which stay in
+	// effect in the workspace.
+	Skipped []uint64 `json:"skipped,omitempty"`
+	// The turns it reverted.
+	Reverted []uint64 `json:"reverted"`
+	// The marker it replaced, put back if it is undone.
+	Replaced *Marker `json:"replaced,omitempty"`
+
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+}
+
+// Marker is the conversation truncation marker a rollback leaves: the
+// harness truncates its chat history at Anchor.
+type Marker struct {
+	Turn      uint64    `json:"turn"`
+	ID        string    `json:"id,omitempty"`
+	Anchor    string    `json:"anchor,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Note      string    `json:"note"`
+	Rollback  uint64    `json:"rollback"` // the rollback that left it
+}
+
+// counters are numbers that must never go back, even when the keys
+// that used them are deleted.
+type counters struct {
+	NextTurn     uint64 `json:"next_turn"`
+	NextRollback uint64 `json:"next_rollback"`
+}
+
+var countersKey = []byte{prefixCounters}
+
+func rollbackKey(id uint64) []byte { return numKey(prefixRollback, id) }
+func planKey(id uint64) []byte     { return numKey(prefixPlan, id) }
+
+func getJSON(txn *badger.Txn, key []byte, v any) (bool, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	if err != nil {
+		return false, fmt.Errorf("%w: %x: %v", ErrCorrupt, key, err)
+	}
+	return true, nil
+}
+
+func setJSON(txn *badger.Txn, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, b)
+}
+
+// NewRollback stores r (assigning its ID) with its plan, in state
+// running, and marks the turns it reverts. The caller holds the gate
+// exclusively.
+func (j *Journal) NewRollback(r *Rollback, plan []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.db.Update(func(txn *badger.Txn) error {
+		var c counters
+		if _, err := getJSON(txn, countersKey, &c); err != nil {
+			return err
+		}
+		c.NextRollback = max(c.NextRollback, 1)
+		r.ID = c.NextRollback
+		c.NextRollback++
+		c.NextTurn = j.nextTurn
+		r.State = RollbackRunning
+		if err := setJSON(txn, countersKey, c); err != nil {
+			return err
+		}
+		if err := setJSON(txn, rollbackKey(r.ID), r); err != nil {
+			return err
+		}
+		return txn.Set(planKey(r.ID), plan)
+	})
+}
+
+// SaveRollback stores r's new state; with a non-nil plan, its plan too.
+func (j *Journal) SaveRollback(r *Rollback, plan []byte) error {
+	return j.db.Update(func(txn *badger.Txn) error {
+		if plan != nil {
+			if err := txn.Set(planKey(r.ID), plan); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, rollbackKey(r.ID), r)
+	})
+}
+
+// FinishRollback records that r is done: the reverted turns are marked,
+// and the marker m replaces any marker of its turn.
+func (j *Journal) FinishRollback(r *Rollback, m Marker) error {
+	return j.db.Update(func(txn *badger.Txn) error {
+		var old Marker
+		if ok, err := getJSON(txn, markerKey(m.Turn), &old); err != nil {
+			return err
+		} else if ok {
+			r.Replaced = &old
+		}
+		r.State = RollbackDone
+		for _, n := range r.Reverted {
+			t, err := getTurn(txn, n)
+			if err != nil {
+				return err
+			}
+			t.RevertedBy = r.ID
+			if err := setJSON(txn, turnKey(n), t); err != nil {
+				return err
+			}
+		}
+		if err := setJSON(txn, markerKey(m.Turn), m); err != nil {
+			return err
+		}
+		return setJSON(txn, rollbackKey(r.ID), r)
+	})
+}
+
+// RollbackPlan returns the plan stored with rollback id.
+func (j *Journal) RollbackPlan(id uint64) ([]byte, error) {
+	var out []byte
+	err := j.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(planKey(id))
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: plan of rollback %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// Rollbacks returns the rollbacks not yet forgotten, oldest first: those
+// done (and so undoable until the next turn) and those a crash
+// interrupted.
+func (j *Journal) Rollbacks() ([]Rollback, error) {
+	var rs []Rollback
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixRollback}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var r Rollback
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &r) }); err != nil {
+				return fmt.Errorf("%w: rollback: %v", ErrCorrupt, err)
+			}
+			rs = append(rs, r)
+		}
+		return nil
+	})
+	return rs, err
+}
+
+// Unreverted forgets rollback r after it was undone: the turns it
+// reverted are live again, its records (group r.ID) are deleted, and
+// its marker is withdrawn (the one it replaced, if any, comes back).
+// dropAside frees the aside entries its records name.
+func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
+	var group []*Record
+	err := j.Scan(r.To, 0, false, func(rec *Record) error {
+		if rec.Group == r.ID {
+			group = append(group, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = j.db.Update(func(txn *badger.Txn) error {
+		for _, n := range r.Reverted {
+			t, err := getTurn(txn, n)
+			if err != nil {
+				continue
+			}
+			t.RevertedBy = 0
+			if err := setJSON(txn, turnKey(n), t); err != nil {
+				return err
+			}
+		}
+		var m Marker
+		if ok, err := getJSON(txn, markerKey(r.Target), &m); err != nil {
+			return err
+		} else if ok && m.Rollback == r.ID {
+			if r.Replaced != nil {
+				err = setJSON(txn, markerKey(r.Target), r.Replaced)
+			} else {
+				err = txn.Delete(markerKey(r.Target))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := txn.Delete(planKey(r.ID)); err != nil {
+			return err
+		}
+		return txn.Delete(rollbackKey(r.ID))
+	})
+	if err != nil {
+		return fmt.Errorf("journal: unrevert %d: %w", r.ID, err)
+	}
+	return j.forget(group, dropAside)
+}
+
+// forget deletes records for good, freeing the aside entries they name.
+func (j *Journal) forget(recs []*Record, dropAside func(string) error) error {
+	for _, r := range recs {
+		if r.Aside != "" {
+			if err := dropAside(r.Aside); err != nil {
+				return err
+			}
+		}
+	}
+	return j.dropRecords(recs)
+}
+
+// Settle makes the pending rollbacks final, as the next turn begins:
+// the turns they reverted are forgotten with every record they undid
+// and their own records; records they skipped stay, as changes outside
+// a turn (they are still in effect, and no turn owns them). For a
+// record several rollbacks covered, the latest decides.
+func (j *Journal) Settle(dropAside func(string) error) error {
+	rbs, err := j.Rollbacks()
+	if err != nil || len(rbs) == 0 {
+		return err
+	}
+	decided := map[uint64]bool{}
+	var drop, keep []*Record
+	var turns []uint64
+	for i := len(rbs) - 1; i >= 0; i-- {
+		rb := rbs[i]
+		if rb.State != RollbackDone {
+			return fmt.Errorf("journal: rollback %d is %s; finish it first", rb.ID, rb.State)
+		}
+		skipped := map[uint64]bool{}
+		for _, s := range rb.Skipped {
+			skipped[s] = true
+		}
+		err := j.Scan(rb.From, 0, false, func(r *Record) error {
+			switch {
+			case decided[r.Seq]:
+			case r.Seq < rb.To && skipped[r.Seq]:
+				keep = append(keep, r)
+			case r.Seq < rb.To || r.Group == rb.ID:
+				drop = append(drop, r)
+			default:
+				return nil
+			}
+			decided[r.Seq] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		turns = append(turns, rb.Reverted...)
+	}
+	// Records are relabelled before anything is deleted: a crash in
+	// between leaves them as changes outside a turn, which is what they
+	// become anyway.
+	err = j.db.Update(func(txn *badger.Txn) error {
+		for _, r := range keep {
+			r.Turn, r.Group = 0, 0
+			if err := txn.Set(recordKey(r.Seq), encodeRecord(nil, r)); err != nil {
+				return err
+			}
+		}
+		for _, n := range turns {
+			if err := txn.Delete(turnKey(n)); err != nil {
+				return err
+			}
+		}
+		for _, rb := range rbs {
+			if err := txn.Delete(rollbackKey(rb.ID)); err != nil {
+				return err
+			}
+			if err := txn.Delete(planKey(rb.ID)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: settle rollbacks: %w", err)
+	}
+	return j.forget(drop, dropAside)
+}
+
+// Markers returns the rollback markers, oldest turn first.
+func (j *Journal) Markers() ([]Marker, error) {
+	var ms []Marker
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixMarker}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var m Marker
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &m) }); err != nil {
+				return fmt.Errorf("%w: marker: %v", ErrCorrupt, err)
+			}
+			ms = append(ms, m)
+		}
+		return nil
+	})
+	return ms, err
+}

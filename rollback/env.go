@@ -1,0 +1,32 @@
+package rollback
+
+import (
+	"log/slog"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Env is what a rollback works with.
+type Env struct {
+	Journal *journal.Journal
+	Tree    *Tree
+	Aside   *aside.Area
+	RootDev uint64 // the backing root's device, for identities
+	// Observer is told of every change to the backing directory, so
+	// the mount can correct what it and the kernel have cached. Nil:
+	// nobody to tell.
+	Observer Observer
+	Log      *slog.Logger
+}
+
+// Observer learns what a rollback changed behind the mount's back.
+// Paths are backing-relative. It is called with the journal's gate held
+// exclusively, so it must not wait for FUSE requests (the kernel may be
+// holding locks for one that waits for the gate): it updates its own
+// state at once and defers talking to the kernel.
+type Observer interface {
+	Moved(from, to string) // renamed (either may be in the aside area)
+	Exchanged(a, b string) // RENAME_EXCHANGE
+	Changed(path string)   // content or attributes changed in place
+}

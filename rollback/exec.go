@@ -1,0 +1,366 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// executor performs a plan's steps on the backing directory, in order.
+// Each step first checks that the backing directory holds what the plan
+// expects: if the step's result is already there (a run interrupted by
+// a crash), it does nothing; if something else is there, it skips and
+// says why. It never guesses. Every change is journaled first through
+// the undo log (unless this is an unrevert).
+type executor struct {
+	env   *Env
+	log   *undoLog // nil for an unrevert
+	names string   // prefix of aside names this run gives: "rb7-"
+	recs  map[uint64]*journal.Record
+
+	skipped []uint64          // steps that could not run
+	reasons map[string]string // path -> why it was skipped
+}
+
+// skipError is a step that must not or cannot run; the reason is
+// reported for its path.
+type skipError struct{ reason string }
+
+func (e skipError) Error() string { return e.reason }
+
+func (x *executor) run(plan *Plan) {
+	x.reasons = map[string]string{}
+	for i := range plan.Steps {
+		s := &plan.Steps[i]
+		if s.Skip != "" || s.Op == "" {
+			continue
+		}
+		if err := x.step(s); err != nil {
+			var se skipError
+			reason := err.Error()
+			if errors.As(err, &se) {
+				reason = se.reason
+			} else if x.env.Log != nil {
+				x.env.Log.Error("rollback step failed", "seq", s.Seq, "op", s.Op, "path", s.Path, "err", err)
+			}
+			x.skipped = append(x.skipped, s.Seq)
+			for _, p := range []string{s.Path, s.Path2} {
+				if p != "" && !inAside(p) && x.reasons[p] == "" {
+					x.reasons[p] = reason
+				}
+			}
+		}
+	}
+}
+
+func (x *executor) step(s *Step) error {
+	switch s.Op {
+	case opRemove:
+		return x.remove(s)
+	case opRecover:
+		return x.recover(s)
+	case opRename:
+		return x.renameBack(s)
+	case opExchange:
+		return x.exchange(s)
+	case opAttr:
+		return x.attr(s)
+	case opData:
+		return x.data(s)
+	case opXattr:
+		return x.xattr(s)
+	}
+	return fmt.Errorf("rollback: unknown step %q", s.Op)
+}
+
+// stat returns what is at p today and its identity; ok is false if
+// nothing is.
+func (x *executor) stat(p string) (*unix.Stat_t, uint64, bool, error) {
+	st, err := x.env.Tree.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return st, journal.InodeID(st.Dev, st.Ino, x.env.RootDev), true, nil
+}
+
+// holds checks that p holds identity id.
+func (x *executor) holds(p string, id uint64) (*unix.Stat_t, error) {
+	st, got, ok, err := x.stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || got != id {
+		return nil, skipError{reasonMismatch}
+	}
+	return st, nil
+}
+
+// rename renames from to to, keeping the aside area's link counts and
+// telling the observer.
+func (x *executor) rename(from, to string, flags uint, st *unix.Stat_t) error {
+	if err := x.env.Tree.Rename(from, to, flags); err != nil {
+		return err
+	}
+	if inAside(to) && !inAside(from) {
+		x.env.Aside.Added(st.Mode, st.Ino)
+	}
+	if inAside(from) && !inAside(to) {
+		x.env.Aside.Removed(st.Mode, st.Ino)
+	}
+	if o := x.env.Observer; o != nil {
+		if flags&unix.RENAME_EXCHANGE != 0 {
+			o.Exchanged(from, to)
+		} else {
+			o.Moved(from, to)
+		}
+	}
+	return nil
+}
+
+// remove undoes a creation: the object goes aside, where unrevert can
+// find it.
+func (x *executor) remove(s *Step) error {
+	name := x.names + fmt.Sprint(s.Seq)
+	ap := aside.Prefix + name
+	st, id, ok, err := x.stat(s.Path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if _, aid, aok, _ := x.stat(ap); aok && aid == s.Ino {
+			return nil // done before a crash
+		}
+		return skipError{reasonMismatch}
+	}
+	if id != s.Ino {
+		return skipError{reasonMismatch}
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		empty, err := x.env.Tree.Empty(s.Path)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return skipError{reasonNotEmpty}
+		}
+	}
+	if err := x.log.dirent(s.Path); err != nil {
+		return err
+	}
+	rec := &journal.Record{Kind: journal.KindRemove, Path: s.Path, Aside: name, Ino: id,
+		Type: st.Mode & syscall.S_IFMT, Attr: attrOf(st)}
+	if err := x.log.add(rec, nil); err != nil {
+		return err
+	}
+	return x.rename(s.Path, ap, unix.RENAME_NOREPLACE, st)
+}
+
+// recover undoes a removal: the inode kept aside comes back.
+func (x *executor) recover(s *Step) error {
+	ap := aside.Prefix + s.Aside
+	_, id, ok, err := x.stat(s.Path)
+	if err != nil {
+		return err
+	}
+	ast, _, aok, err := x.stat(ap)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ok && id == s.Ino && !aok:
+		return nil // done before a crash
+	case ok:
+		return skipError{reasonOccupied}
+	case !aok:
+		return skipError{reasonNoAside}
+	}
+	if err := x.log.dirent(s.Path); err != nil {
+		return err
+	}
+	rec := &journal.Record{Kind: journal.KindRename, Path: ap, Path2: s.Path, Ino: s.Ino, Type: ast.Mode & syscall.S_IFMT}
+	if err := x.log.add(rec, nil); err != nil {
+		return err
+	}
+	return x.rename(ap, s.Path, unix.RENAME_NOREPLACE, ast)
+}
+
+// renameBack undoes a rename: Path goes back to Path2, then a target it
+// replaced comes back from the aside area.
+func (x *executor) renameBack(s *Step) error {
+	_, idA, okA, err := x.stat(s.Path2)
+	if err != nil {
+		return err
+	}
+	if !(okA && idA == s.Ino) { // not done before a crash
+		st, err := x.holds(s.Path, s.Ino)
+		if err != nil {
+			return err
+		}
+		if okA {
+			return skipError{reasonOccupied}
+		}
+		if err := x.log.dirent(s.Path); err != nil {
+			return err
+		}
+		if err := x.log.dirent(s.Path2); err != nil {
+			return err
+		}
+		rec := &journal.Record{Kind: journal.KindRename, Path: s.Path, Path2: s.Path2, Ino: s.Ino, Type: st.Mode & syscall.S_IFMT}
+		if err := x.log.add(rec, nil); err != nil {
+			return err
+		}
+		if err := x.rename(s.Path, s.Path2, unix.RENAME_NOREPLACE, st); err != nil {
+			return err
+		}
+	}
+	if s.Aside == "" {
+		return nil
+	}
+	return x.recover(&Step{Seq: s.Seq, Op: opRecover, Path: s.Path, Ino: s.Ino2, Aside: s.Aside})
+}
+
+// exchange undoes a RENAME_EXCHANGE by exchanging again.
+func (x *executor) exchange(s *Step) error {
+	_, idA, okA, err := x.stat(s.Path2)
+	if err != nil {
+		return err
+	}
+	_, idB, okB, err := x.stat(s.Path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case okA && okB && idA == s.Ino && idB == s.Ino2:
+		return nil // done before a crash
+	case !(okA && okB && idB == s.Ino && idA == s.Ino2):
+		return skipError{reasonMismatch}
+	}
+	if err := x.log.dirent(s.Path); err != nil {
+		return err
+	}
+	if err := x.log.dirent(s.Path2); err != nil {
+		return err
+	}
+	rec := &journal.Record{Kind: journal.KindRename, Path: s.Path, Path2: s.Path2, Flags: unix.RENAME_EXCHANGE,
+		Ino: s.Ino, Ino2: s.Ino2, Type: s.Type}
+	if err := x.log.add(rec, nil); err != nil {
+		return err
+	}
+	return x.rename(s.Path, s.Path2, unix.RENAME_EXCHANGE, &unix.Stat_t{})
+}
+
+func (x *executor) record(seq uint64) (*journal.Record, error) {
+	if r, ok := x.recs[seq]; ok {
+		return r, nil
+	}
+	return x.env.Journal.Record(seq)
+}
+
+// attr puts attributes back: size (the bytes cut off are journaled
+// first), owner, mode and times.
+func (x *executor) attr(s *Step) error {
+	r, err := x.record(s.Seq)
+	if err != nil {
+		return err
+	}
+	st, err := x.holds(s.Path, s.Ino)
+	if err != nil {
+		return err
+	}
+	typ := st.Mode & syscall.S_IFMT
+	cause := journal.CauseMode
+	if s.Dir {
+		cause = journal.CauseDirent
+	}
+	if err := x.log.attr(s.Path, s.Ino, st, cause); err != nil {
+		return err
+	}
+	if typ == syscall.S_IFREG && r.Attr.Size != st.Size {
+		f, err := x.env.Tree.Open(s.Path, os.O_RDWR|unix.O_NOATIME, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := x.log.data(s.Path, s.Ino, f, st.Size, r.Attr.Size, st.Size); err != nil {
+			return err
+		}
+		if err := f.Truncate(r.Attr.Size); err != nil {
+			return err
+		}
+	}
+	a := r.Attr
+	if err := x.env.Tree.SetAttr(s.Path, a.Mode, a.Uid, a.Gid, a.Atime, a.Mtime, typ == syscall.S_IFLNK); err != nil {
+		return err
+	}
+	x.changed(s.Path)
+	return nil
+}
+
+// data puts overwritten bytes back; the bytes it overwrites in turn are
+// journaled first.
+func (x *executor) data(s *Step) error {
+	r, err := x.record(s.Seq)
+	if err != nil {
+		return err
+	}
+	st, err := x.holds(s.Path, s.Ino)
+	if err != nil {
+		return err
+	}
+	f, err := x.env.Tree.Open(s.Path, os.O_RDWR|unix.O_NOATIME, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := x.log.attr(s.Path, s.Ino, st, journal.CauseWrite); err != nil {
+		return err
+	}
+	if err := x.log.data(s.Path, s.Ino, f, st.Size, r.Off, r.Off+r.Len); err != nil {
+		return err
+	}
+	err = x.env.Journal.ReadContent(r, func(off int64, b []byte) error {
+		_, err := f.WriteAt(b, off)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	x.changed(s.Path)
+	return nil
+}
+
+// xattr puts an extended attribute's old value back, or removes it.
+func (x *executor) xattr(s *Step) error {
+	r, err := x.record(s.Seq)
+	if err != nil {
+		return err
+	}
+	st, err := x.holds(s.Path, s.Ino)
+	if err != nil {
+		return err
+	}
+	if err := x.log.xattr(s.Path, s.Ino, r.XattrName, st.Mode&syscall.S_IFMT); err != nil {
+		return err
+	}
+	if err := x.env.Tree.Setxattr(s.Path, r.XattrName, r.XattrValue, r.XattrExisted); err != nil {
+		return err
+	}
+	x.changed(s.Path)
+	return nil
+}
+
+func (x *executor) changed(p string) {
+	if o := x.env.Observer; o != nil {
+		o.Changed(p)
+	}
+}

@@ -1,0 +1,270 @@
+package rollback
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Step operations. Each undoes one record; a step is what the executor
+// does on the backing directory, and what it checks first.
+const (
+	opRemove   = "remove"   // move Path (holding Ino) aside: undoes a creation
+	opRecover  = "recover"  // move Aside back to Path: undoes a removal
+	opRename   = "rename"   // rename Path (holding Ino) back to Path2, then Aside to Path
+	opExchange = "exchange" // exchange Path (holding Ino) and Path2 (holding Ino2)
+	opAttr     = "attr"     // put record Seq's attributes back on Path (holding Ino)
+	opData     = "data"     // put record Seq's bytes back into Path (holding Ino)
+	opXattr    = "xattr"    // put record Seq's xattr back on Path (holding Ino)
+)
+
+// Step is one undo, in execution order. Its fields say what the
+// backing directory must hold for the step to run, so it is checked
+// before it acts and can tell "already done" (a run interrupted by a
+// crash) from "something else is there" (skip, and say so).
+type Step struct {
+	Seq   uint64 `json:"seq"` // the record undone
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Path2 string `json:"path2,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"` // identity expected at Path
+	Ino2  uint64 `json:"ino2,omitempty"`
+	Type  uint32 `json:"type,omitempty"` // S_IFMT of the object at Path
+	Aside string `json:"aside,omitempty"`
+	Dir   bool   `json:"dir,omitempty"` // opAttr: a directory's times after entry changes
+	Skip  string `json:"skip,omitempty"`
+}
+
+// Plan is a rollback (or an unrevert) worked out: the steps that undo
+// records From <= seq < To, newest first, with the ones that must not
+// run marked as skipped. It can be shown (dry run) and executed once; it
+// is stored before execution so a crash can be finished from it.
+type Plan struct {
+	Target uint64 `json:"target"` // rolled back to before this turn (0 for an unrevert)
+	From   uint64 `json:"from"`
+	To     uint64 `json:"to"`
+	Force  bool   `json:"force,omitempty"`
+	Steps  []Step `json:"steps"`
+	// Skipped are the records not undone: conflicts, and steps the
+	// backing directory did not allow. They stay in effect.
+	Skipped []uint64 `json:"skipped,omitempty"`
+	// Report is what the plan does to each path.
+	Report []PathAction `json:"report"`
+}
+
+// Reasons a step is skipped.
+const (
+	reasonOutside  = "changed outside a turn after the target turn began"
+	reasonMismatch = "not as the journal says: changed outside the mount"
+	reasonNotEmpty = "directory holds entries no rolled-back change made"
+	reasonOccupied = "the path is taken by something no rolled-back change made"
+	reasonNoAside  = "the kept inode is missing from the aside area"
+)
+
+// planner builds a Plan.
+type planner struct {
+	env    *Env
+	target func(*journal.Record) bool // records to undo; the rest in range are changes outside turns
+	force  bool
+	idents map[string]uint64 // identity today of a backing path, cached
+	types  map[string]uint32
+}
+
+// build plans undoing recs (newest first).
+func (p *planner) build(recs []*journal.Record) (*Plan, error) {
+	p.idents, p.types = map[string]uint64{}, map[string]uint32{}
+	conflictIno, conflictPath := p.conflicts(recs)
+	pl := &Plan{Force: p.force}
+	now := newPast(p.asidePath)
+	for _, r := range recs {
+		var s *Step
+		skip := ""
+		switch {
+		case p.target(r):
+			if !p.force && p.touches(now, r, conflictIno, conflictPath) {
+				skip = reasonOutside
+			}
+		case p.force:
+		default:
+			skip = reasonOutside
+		}
+		s, err := p.step(now, r)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			if skip == "" {
+				skip = s.Skip
+			}
+			s.Skip = skip
+			pl.Steps = append(pl.Steps, *s)
+		}
+		if skip != "" {
+			pl.Skipped = append(pl.Skipped, r.Seq)
+			continue
+		}
+		now.undo(r)
+	}
+	return pl, nil
+}
+
+// conflicts returns the identities and paths that changes outside turns
+// touched: undoing a turn's change to them would destroy work no
+// rolled-back turn did.
+func (p *planner) conflicts(recs []*journal.Record) (map[uint64]bool, map[string]bool) {
+	inos, paths := map[uint64]bool{}, map[string]bool{}
+	if p.force {
+		return inos, paths
+	}
+	past := newPast(p.asidePath)
+	for _, r := range recs {
+		if !p.target(r) {
+			switch r.Kind {
+			case journal.KindCreate, journal.KindLink:
+				if id, ok := p.identity(past.lookup(r.Path)); ok {
+					inos[id] = true
+				}
+				paths[r.Path] = true
+			case journal.KindRemove, journal.KindRename:
+				inos[r.Ino] = true
+				if r.Ino2 != 0 {
+					inos[r.Ino2] = true
+				}
+				paths[r.Path] = true
+				if r.Path2 != "" {
+					paths[r.Path2] = true
+				}
+			case journal.KindAttr:
+				if r.Cause != journal.CauseDirent {
+					inos[r.Ino] = true
+				}
+			default:
+				inos[r.Ino] = true
+			}
+		}
+		past.undo(r)
+	}
+	return inos, paths
+}
+
+// touches reports whether undoing r would touch what changes outside
+// turns touched.
+func (p *planner) touches(now *past, r *journal.Record, inos map[uint64]bool, paths map[string]bool) bool {
+	if len(inos) == 0 && len(paths) == 0 {
+		return false
+	}
+	switch r.Kind {
+	case journal.KindCreate, journal.KindLink:
+		id, _ := p.identity(now.lookup(r.Path))
+		return inos[id] || paths[r.Path]
+	case journal.KindRemove, journal.KindRename:
+		return inos[r.Ino] || inos[r.Ino2] || paths[r.Path] || paths[r.Path2]
+	}
+	return inos[r.Ino]
+}
+
+// step returns the step that undoes r, given the namespace just after
+// r (now), or nil if undoing r needs no action.
+func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
+	s := &Step{Seq: r.Seq, Path: r.Path, Ino: r.Ino, Type: r.Type}
+	holds := func(path string, id uint64) bool {
+		got, ok := p.identity(now.lookup(path))
+		return ok && got == id
+	}
+	taken := func(path string) bool {
+		_, ok := p.identity(now.lookup(path))
+		return ok
+	}
+	switch r.Kind {
+	case journal.KindCreate, journal.KindLink:
+		e := now.lookup(r.Path)
+		if e.absent || (e.loc == "" && e.ino == 0) {
+			// Already gone, and nothing to keep: it was removed by a
+			// later change that kept nothing either.
+			return nil, nil
+		}
+		id, ok := p.identity(e)
+		if !ok {
+			s.Skip = reasonMismatch
+		}
+		s.Op, s.Ino, s.Type = opRemove, id, p.typeOf(e, r.Type)
+	case journal.KindRemove:
+		if r.Aside == "" {
+			return nil, nil // created in the same epoch: its creation's undo covers it
+		}
+		s.Op, s.Aside = opRecover, r.Aside
+		if taken(r.Path) {
+			s.Skip = reasonOccupied
+		}
+	case journal.KindRename:
+		s.Path, s.Path2, s.Ino2 = r.Path2, r.Path, r.Ino2
+		if r.Flags&renameExchange != 0 {
+			s.Op = opExchange
+			id, _ := p.identity(now.lookup(r.Path))
+			s.Ino2 = id
+			if !holds(r.Path2, r.Ino) {
+				s.Skip = reasonMismatch
+			}
+			break
+		}
+		s.Op, s.Aside = opRename, r.Aside
+		switch {
+		case !holds(r.Path2, r.Ino):
+			s.Skip = reasonMismatch
+		case taken(r.Path):
+			s.Skip = reasonOccupied
+		}
+	case journal.KindAttr, journal.KindData, journal.KindXattr:
+		s.Op = map[journal.Kind]string{journal.KindAttr: opAttr, journal.KindData: opData, journal.KindXattr: opXattr}[r.Kind]
+		s.Dir = r.Kind == journal.KindAttr && r.Cause == journal.CauseDirent
+		if !holds(r.Path, r.Ino) {
+			s.Skip = reasonMismatch
+		}
+	default:
+		return nil, fmt.Errorf("rollback: record %d has unknown kind %v", r.Seq, r.Kind)
+	}
+	return s, nil
+}
+
+// identity returns the identity of the object an entry of the past
+// names, statting its place today if the journal does not know it.
+func (p *planner) identity(e entry) (uint64, bool) {
+	if e.absent {
+		return 0, false
+	}
+	if e.ino != 0 {
+		return e.ino, true
+	}
+	if e.loc == "" {
+		return 0, false
+	}
+	if id, ok := p.idents[e.loc]; ok {
+		return id, id != 0
+	}
+	st, err := p.env.Tree.Lstat(e.loc)
+	if err != nil {
+		p.idents[e.loc] = 0
+		return 0, false
+	}
+	id := journal.InodeID(st.Dev, st.Ino, p.env.RootDev)
+	p.idents[e.loc], p.types[e.loc] = id, st.Mode&syscall.S_IFMT
+	return id, true
+}
+
+func (p *planner) typeOf(e entry, fallback uint32) uint32 {
+	if t, ok := p.types[e.loc]; ok && t != 0 {
+		return t
+	}
+	return fallback
+}
+
+func (p *planner) asidePath(name string) string { return aside.Prefix + name }
+
+// inAside reports whether a backing-relative path is in cowfs's private
+// directory.
+func inAside(path string) bool {
+	return path == aside.Dir || strings.HasPrefix(path, aside.Dir+"/")
+}

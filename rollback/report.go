@@ -1,0 +1,158 @@
+package rollback
+
+import (
+	"sort"
+	"syscall"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// What a rollback does to a path, as the harness sees it.
+const (
+	Restore = "restore" // it exists before and after; its content or attributes come back
+	Recover = "recover" // it was deleted or renamed away; it comes back
+	Delete  = "delete"  // it did not exist when the target turn began; it goes
+	Skip    = "skip"    // it is left as it is; Reason says why
+)
+
+// PathAction is what a rollback does, or did, to one path.
+type PathAction struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Type   uint32 `json:"type"` // S_IFMT bits
+	Reason string `json:"reason,omitempty"`
+	// A rename undone: the object recovered at Path comes From another
+	// path, or the object deleted from Path moves To another.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Counts sums a report: files (and other non-directories) by action, and
+// directories removed and recreated.
+type Counts struct {
+	Restored      int `json:"restored"`
+	Recovered     int `json:"recovered"`
+	Deleted       int `json:"deleted"`
+	Skipped       int `json:"skipped"`
+	DirsRemoved   int `json:"dirs_removed"`
+	DirsRecreated int `json:"dirs_recreated"`
+}
+
+// Count sums a report.
+func Count(report []PathAction) Counts {
+	var c Counts
+	for _, a := range report {
+		dir := a.Type == syscall.S_IFDIR
+		switch {
+		case a.Action == Skip:
+			c.Skipped++
+		case a.To != "":
+			// The other half of a rename undone, counted as recovered.
+		case a.Action == Delete && dir:
+			c.DirsRemoved++
+		case a.Action == Recover && dir && a.From == "":
+			c.DirsRecreated++
+		case a.Action == Delete:
+			c.Deleted++
+		case a.Action == Recover:
+			c.Recovered++
+		case a.Action == Restore && !dir:
+			c.Restored++
+		}
+	}
+	return c
+}
+
+// report works out what plan does to each path the records name, by
+// comparing each path today with the namespace the plan leads to.
+func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
+	skipped := map[uint64]bool{}
+	for _, s := range plan.Skipped {
+		skipped[s] = true
+	}
+	after := newPast(p.asidePath)
+	candidates := map[string]bool{}
+	for _, r := range recs {
+		for _, path := range []string{r.Path, r.Path2} {
+			if path != "" && !inAside(path) {
+				candidates[path] = true
+			}
+		}
+		if !skipped[r.Seq] {
+			after.undo(r)
+		}
+	}
+	restored := map[uint64]bool{}
+	reasons := map[string]string{}
+	for _, s := range plan.Steps {
+		switch {
+		case s.Skip != "":
+			for _, path := range []string{s.Path, s.Path2} {
+				if path != "" && !inAside(path) && reasons[path] == "" {
+					reasons[path] = s.Skip
+				}
+			}
+		case s.Op == opData || s.Op == opXattr || (s.Op == opAttr && !s.Dir):
+			restored[s.Ino] = true
+		}
+	}
+	var out []PathAction
+	deleted, recovered := map[uint64]int{}, map[uint64]int{}
+	for path := range candidates {
+		a := PathAction{Path: path}
+		nowID, nowOK := p.identity(entry{loc: path})
+		e := after.lookup(path)
+		thenID, thenOK := p.identity(e)
+		if e.absent {
+			thenOK = false
+		} else if e.loc == "" && e.ino != 0 {
+			thenOK, thenID = true, e.ino
+		}
+		switch {
+		case reasons[path] != "":
+			a.Action, a.Reason = Skip, reasons[path]
+		case nowOK && !thenOK:
+			a.Action = Delete
+			deleted[nowID] = len(out)
+		case !nowOK && thenOK:
+			a.Action = Recover
+			recovered[thenID] = len(out)
+		case nowOK && thenOK && (nowID != thenID || restored[nowID]):
+			a.Action = Restore
+		default:
+			continue
+		}
+		if nowOK {
+			a.Type = p.types[path]
+		} else {
+			a.Type = p.typeOf(e, 0)
+			if a.Type == 0 {
+				a.Type = typeOfRecords(recs, path)
+			}
+		}
+		out = append(out, a)
+	}
+	// An object leaving one path and coming back at another is a
+	// rename undone.
+	for id, d := range deleted {
+		if r, ok := recovered[id]; ok {
+			out[d].To, out[r].From = out[r].Path, out[d].Path
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// typeOfRecords is the type the records give path, for an object the
+// journal knows only by its aside entry.
+func typeOfRecords(recs []*journal.Record, path string) uint32 {
+	for _, r := range recs {
+		if (r.Path == path || r.Path2 == path) && r.Type != 0 {
+			if r.Kind == journal.KindRename && r.Path2 == path && r.Aside != "" {
+				return r.Attr.Mode & syscall.S_IFMT
+			}
+			return r.Type
+		}
+	}
+	return syscall.S_IFREG
+}

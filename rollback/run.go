@@ -1,0 +1,239 @@
+package rollback
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Errors a rollback request can fail with before anything changes.
+var (
+	// ErrNothingToUnrevert: no rollback since the last turn began.
+	ErrNothingToUnrevert = errors.New("nothing to unrevert: no rollback since the last turn began")
+)
+
+// Outcome is what a rollback or an unrevert did (or, dry, would do).
+type Outcome struct {
+	Target   uint64          `json:"target"`
+	DryRun   bool            `json:"dry_run"`
+	Rollback uint64          `json:"rollback,omitempty"` // its id
+	Report   []PathAction    `json:"report"`
+	Counts   Counts          `json:"counts"`
+	Marker   *journal.Marker `json:"marker,omitempty"`
+}
+
+// Note is the line a rollback's marker gives the model.
+func Note(turn uint64) string {
+	return fmt.Sprintf("[cowfs] Messages from turn %d on were removed and the workspace files restored to match. Continue from here; do not mention this.", turn)
+}
+
+// Rollback puts the workspace back as it was when turn target began:
+// every record from then on is undone, newest first, except changes
+// made outside turns (and what they touched), which are skipped and
+// reported unless force. With dryRun it only plans. It holds the
+// journal's gate throughout and fails with journal.ErrBusy while a turn
+// is open.
+func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, error) {
+	g := env.Journal.Exclusive()
+	defer g.Leave()
+	if t, open := g.OpenTurn(); open {
+		return nil, fmt.Errorf("%w: turn %d; end it before rolling back", journal.ErrBusy, t.Num)
+	}
+	to := env.Journal.NextSeq()
+	recs, err := scanBack(env.Journal, target.StartSeq, to)
+	if err != nil {
+		return nil, err
+	}
+	p := &planner{env: env, force: force, target: func(r *journal.Record) bool { return r.Turn != 0 || r.Group != 0 }}
+	plan, err := p.build(recs)
+	if err != nil {
+		return nil, err
+	}
+	plan.Target, plan.From, plan.To = target.Num, target.StartSeq, to
+	plan.Report = p.report(plan, recs)
+	out := &Outcome{Target: target.Num, DryRun: dryRun, Report: plan.Report, Counts: Count(plan.Report)}
+	if dryRun {
+		return out, nil
+	}
+
+	turns, err := env.Journal.Turns()
+	if err != nil {
+		return nil, err
+	}
+	rb := &journal.Rollback{Target: target.Num, Force: force, From: target.StartSeq, To: to, Started: time.Now().UTC()}
+	for _, t := range turns {
+		if t.Num >= target.Num {
+			rb.Reverted = append(rb.Reverted, t.Num)
+		}
+	}
+	// Stored before the first step: a crash from here on is finished
+	// by Resume from the same plan.
+	if err := env.Journal.NewRollback(rb, mustJSON(plan)); err != nil {
+		return nil, err
+	}
+	return finishRollback(env, g, rb, plan, recs, out)
+}
+
+// finishRollback executes a stored rollback's plan and marks it done.
+func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, recs []*journal.Record, out *Outcome) (*Outcome, error) {
+	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), recs: index(recs),
+		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
+			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
+	x.run(plan)
+	rb.Skipped = append(plan.Skipped, x.skipped...)
+	rb.Finished = time.Now().UTC()
+	target := journal.Turn{Num: rb.Target}
+	if t, err := env.Journal.FindTurn(fmt.Sprint(rb.Target)); err == nil {
+		target = t
+	}
+	m := journal.Marker{Turn: target.Num, ID: target.ID, Anchor: target.Anchor, CreatedAt: rb.Finished,
+		Note: Note(target.Num), Rollback: rb.ID}
+	if err := env.Journal.FinishRollback(rb, m); err != nil {
+		return nil, err
+	}
+	out.Rollback, out.Marker = rb.ID, &m
+	out.Report = applySkips(plan.Report, x.reasons)
+	out.Counts = Count(out.Report)
+	return out, nil
+}
+
+// Unrevert undoes the last rollback since the last turn began, putting
+// the workspace back as it was just before it. Changes made since (outside
+// turns) to what the rollback touched are skipped unless force.
+func Unrevert(env *Env, force bool) (*Outcome, error) {
+	g := env.Journal.Exclusive()
+	defer g.Leave()
+	rb, err := lastRollback(env.Journal)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
+	if err != nil {
+		return nil, err
+	}
+	group := rb.ID
+	p := &planner{env: env, force: force, target: func(r *journal.Record) bool { return r.Group == group }}
+	plan, err := p.build(recs)
+	if err != nil {
+		return nil, err
+	}
+	plan.Target, plan.From, plan.To = rb.Target, rb.To, env.Journal.NextSeq()
+	plan.Report = p.report(plan, recs)
+	rb.State = journal.RollbackUnreverting
+	if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
+		return nil, err
+	}
+	return finishUnrevert(env, rb, plan, recs)
+}
+
+func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, recs []*journal.Record) (*Outcome, error) {
+	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID), recs: index(recs)}
+	x.run(plan)
+	if err := env.Journal.Unreverted(rb, env.Aside.Drop); err != nil {
+		return nil, err
+	}
+	report := applySkips(plan.Report, x.reasons)
+	return &Outcome{Target: rb.Target, Rollback: rb.ID, Report: report, Counts: Count(report)}, nil
+}
+
+// Resume finishes the rollbacks and unreverts a crash interrupted. It
+// runs at start, before the mount serves anything.
+func Resume(env *Env) ([]*Outcome, error) {
+	g := env.Journal.Exclusive()
+	defer g.Leave()
+	rbs, err := env.Journal.Rollbacks()
+	if err != nil {
+		return nil, err
+	}
+	var outs []*Outcome
+	for i := range rbs {
+		rb := &rbs[i]
+		if rb.State == journal.RollbackDone {
+			continue
+		}
+		b, err := env.Journal.RollbackPlan(rb.ID)
+		if err != nil {
+			return outs, err
+		}
+		var plan Plan
+		if err := json.Unmarshal(b, &plan); err != nil {
+			return outs, fmt.Errorf("rollback %d: stored plan: %w", rb.ID, err)
+		}
+		var out *Outcome
+		switch rb.State {
+		case journal.RollbackRunning:
+			out, err = finishRollback(env, g, rb, &plan, nil, &Outcome{Target: rb.Target, Report: plan.Report})
+		case journal.RollbackUnreverting:
+			out, err = finishUnrevert(env, rb, &plan, nil)
+		}
+		if err != nil {
+			return outs, err
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
+// lastRollback returns the rollback an unrevert undoes.
+func lastRollback(j *journal.Journal) (*journal.Rollback, error) {
+	rbs, err := j.Rollbacks()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(rbs) - 1; i >= 0; i-- {
+		if rbs[i].State == journal.RollbackDone {
+			return &rbs[i], nil
+		}
+	}
+	return nil, ErrNothingToUnrevert
+}
+
+// scanBack returns the records from <= seq < to, newest first.
+func scanBack(j *journal.Journal, from, to uint64) ([]*journal.Record, error) {
+	var recs []*journal.Record
+	err := j.Scan(from, to, true, func(r *journal.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
+}
+
+func index(recs []*journal.Record) map[uint64]*journal.Record {
+	m := make(map[uint64]*journal.Record, len(recs))
+	for _, r := range recs {
+		m[r.Seq] = r
+	}
+	return m
+}
+
+// applySkips marks the paths steps skipped at run time.
+func applySkips(report []PathAction, reasons map[string]string) []PathAction {
+	if len(reasons) == 0 {
+		return report
+	}
+	out := append([]PathAction(nil), report...)
+	seen := map[string]bool{}
+	for i := range out {
+		if r, ok := reasons[out[i].Path]; ok {
+			out[i].Action, out[i].Reason = Skip, r
+			seen[out[i].Path] = true
+		}
+	}
+	for p, r := range reasons {
+		if !seen[p] {
+			out = append(out, PathAction{Path: p, Action: Skip, Reason: r})
+		}
+	}
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,103 @@
+package rollback
+
+import (
+	"io"
+	"path"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// undoLog journals what a rollback is about to destroy, exactly as the
+// mount journals an agent's changes (same record kinds, same rule: the
+// record first), tagged with the rollback's group. Undoing those
+// records is unrevert. A nil undoLog journals nothing: an unrevert is
+// not itself undone.
+type undoLog struct {
+	j     *journal.Journal
+	g     journal.Gate
+	tree  *Tree
+	group uint64
+	root  uint64 // root device
+
+	attrs  map[uint64]bool // identities whose attributes are journaled
+	xattrs map[string]bool // "identity/name" journaled
+}
+
+func (u *undoLog) add(rec *journal.Record, src io.ReaderAt) error {
+	if u == nil {
+		return nil
+	}
+	rec.Group = u.group
+	return u.j.Append(u.g, rec, src)
+}
+
+// attr journals the attributes (stat st) of id at p before the
+// rollback's first change to it.
+func (u *undoLog) attr(p string, id uint64, st *unix.Stat_t, cause journal.Cause) error {
+	if u == nil || u.attrs[id] {
+		return nil
+	}
+	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: p, Ino: id,
+		Type: st.Mode & syscall.S_IFMT, Attr: attrOf(st)}
+	if err := u.add(rec, nil); err != nil {
+		return err
+	}
+	u.attrs[id] = true
+	return nil
+}
+
+// dirent journals the attributes of the directory holding p before the
+// rollback changes its entries, so unrevert puts its times back.
+func (u *undoLog) dirent(p string) error {
+	if u == nil {
+		return nil
+	}
+	dir := path.Dir(p)
+	if dir == "." {
+		dir = ""
+	}
+	st, err := u.tree.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	return u.attr(dir, journal.InodeID(st.Dev, st.Ino, u.root), st, journal.CauseDirent)
+}
+
+// data journals bytes [lo, hi) of id at p, read from f, as far as the
+// file has them.
+func (u *undoLog) data(p string, id uint64, f io.ReaderAt, size, lo, hi int64) error {
+	hi = min(hi, size)
+	if u == nil || lo >= hi {
+		return nil
+	}
+	rec := &journal.Record{Kind: journal.KindData, Path: p, Ino: id, Type: syscall.S_IFREG, Off: lo, Len: hi - lo}
+	return u.add(rec, f)
+}
+
+// xattr journals the current value of xattr name of id at p.
+func (u *undoLog) xattr(p string, id uint64, name string, typ uint32) error {
+	key := strconv.FormatUint(id, 10) + "/" + name
+	if u == nil || u.xattrs[key] {
+		return nil
+	}
+	val, ok, err := u.tree.Getxattr(p, name)
+	if err != nil {
+		return err
+	}
+	rec := &journal.Record{Kind: journal.KindXattr, Path: p, Ino: id, Type: typ,
+		XattrName: name, XattrValue: val, XattrExisted: ok}
+	if err := u.add(rec, nil); err != nil {
+		return err
+	}
+	u.xattrs[key] = true
+	return nil
+}
+
+func attrOf(st *unix.Stat_t) journal.Attr {
+	return journal.Attr{Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size, Nlink: uint32(st.Nlink),
+		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano()}
+}

@@ -1,0 +1,115 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/rollback"
+)
+
+// env is what rollbacks of this workspace work with.
+func (d *Daemon) env() *rollback.Env {
+	e := &rollback.Env{Journal: d.j, Tree: d.tree, Aside: d.area, RootDev: d.rootDev, Log: d.log}
+	if d.mount != nil {
+		e.Observer = d.mount
+	}
+	return e
+}
+
+// resume finishes rollbacks a crash interrupted, before the mount
+// serves anything.
+func (d *Daemon) resume() error {
+	outs, err := rollback.Resume(d.env())
+	if err != nil {
+		return fmt.Errorf("finishing an interrupted rollback: %w", err)
+	}
+	for _, o := range outs {
+		note := fmt.Sprintf("finished rollback %d to before turn %d, interrupted by a crash: %s",
+			o.Rollback, o.Target, summary(o.Counts))
+		d.Notes = append(d.Notes, note)
+		d.log.Warn(note)
+	}
+	return nil
+}
+
+func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.RollbackResult, error) {
+	d := s.d
+	if !d.rbMu.TryLock() {
+		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "another rollback is running")
+	}
+	defer d.rbMu.Unlock()
+	t, err := s.findTurn(string(req.To))
+	if err != nil {
+		return ctl.RollbackResult{}, err
+	}
+	out, err := rollback.Rollback(d.env(), t, req.Force, req.DryRun)
+	d.mount.Flush()
+	if err != nil {
+		return ctl.RollbackResult{}, apiError(err)
+	}
+	if !req.DryRun {
+		d.log.Info("rolled back", "to_before", t.Num, "rollback", out.Rollback, "result", summary(out.Counts))
+	}
+	return resultOf(out, false), nil
+}
+
+func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.RollbackResult, error) {
+	d := s.d
+	if !d.rbMu.TryLock() {
+		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "a rollback is running")
+	}
+	defer d.rbMu.Unlock()
+	out, err := rollback.Unrevert(d.env(), req.Force)
+	d.mount.Flush()
+	if err != nil {
+		return ctl.RollbackResult{}, apiError(err)
+	}
+	d.log.Info("unreverted", "rollback", out.Rollback, "result", summary(out.Counts))
+	return resultOf(out, true), nil
+}
+
+func (s *service) Markers(ctx context.Context) (ctl.MarkerList, error) {
+	ms, err := s.d.j.Markers()
+	if err != nil {
+		return ctl.MarkerList{}, err
+	}
+	l := ctl.MarkerList{Markers: []ctl.Marker{}}
+	for _, m := range ms {
+		l.Markers = append(l.Markers, markerOf(m))
+	}
+	return l, nil
+}
+
+// settle makes pending rollbacks final as a turn begins.
+func (d *Daemon) settle() error {
+	if err := d.j.Settle(d.area.Drop); err != nil {
+		return fmt.Errorf("forgetting rolled-back turns: %w", err)
+	}
+	return nil
+}
+
+func resultOf(o *rollback.Outcome, unrevert bool) ctl.RollbackResult {
+	r := ctl.RollbackResult{Target: o.Target, DryRun: o.DryRun, Unrevert: unrevert, Rollback: o.Rollback,
+		Paths: make([]ctl.PathAction, 0, len(o.Report)), Counts: ctl.RollbackCounts(o.Counts)}
+	for _, a := range o.Report {
+		r.Paths = append(r.Paths, ctl.PathAction{Path: a.Path, Action: a.Action, Type: typeName(a.Type),
+			Reason: a.Reason, From: a.From, To: a.To})
+	}
+	if o.Marker != nil && !unrevert {
+		m := markerOf(*o.Marker)
+		r.Marker = &m
+	}
+	return r
+}
+
+func markerOf(m journal.Marker) ctl.Marker {
+	return ctl.Marker{Turn: m.Turn, ID: m.ID, Anchor: m.Anchor, CreatedAt: m.CreatedAt, Note: m.Note}
+}
+
+// summary is the counts in words, for logs.
+func summary(c rollback.Counts) string {
+	return fmt.Sprintf("%d restored, %d recovered, %d deleted, %d skipped; %d directories removed, %d recreated",
+		c.Restored, c.Recovered, c.Deleted, c.Skipped, c.DirsRemoved, c.DirsRecreated)
+}
