@@ -14,9 +14,11 @@ import (
 // Removing an entry moves its inode aside (package aside) instead of
 // destroying it: one rename, as cheap as the unlink, and undone by one
 // rename back with content, attributes, xattrs and inode number intact.
-// The record naming the aside entry is journaled before the move. An
-// inode created in the same epoch has no pre-image to keep (undo would
-// delete it anyway), so it is really removed.
+// The record naming the aside entry is journaled before the move. A
+// file created in the same epoch has no pre-image to keep (undo would
+// delete it anyway), so it is really removed. A directory always goes
+// aside, even a new one: it costs no space, and undoing later changes
+// may need to move things back into it before its creation is undone.
 
 var _ = (gofs.NodeUnlinker)((*Node)(nil))
 
@@ -65,7 +67,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 
 	id := n.idOf(&st)
 	s := c.state(id)
-	created := s.created
+	created := s.created && !isDir
 	s.mu.Unlock()
 
 	rec := &journal.Record{Kind: journal.KindRemove, Path: rel, Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(&st)}

@@ -64,10 +64,13 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 			return e
 		}
 		s := c.state(n.idOf(&st2))
-		created := s.created
+		created := s.created && !targetIsDir // see remove.go: directories always go aside
 		s.mu.Unlock()
+		// Ino2 says a target was replaced; an Aside keeps it, unless it
+		// was new in this epoch and goes for good.
+		rec.Ino2 = n.idOf(&st2)
 		if !created {
-			rec.Aside, rec.Attr, rec.Ino2 = n.rec.aside.NewName(), attrOf(&st2), n.idOf(&st2)
+			rec.Aside, rec.Attr = n.rec.aside.NewName(), attrOf(&st2)
 		}
 	}
 	if err := n.dirChange(c); err != nil {

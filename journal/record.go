@@ -40,7 +40,8 @@ const (
 	KindRemove Kind = 6
 
 	// KindRename: Path was renamed to Path2 with renameat2 Flags. If a
-	// target at Path2 was replaced, it was kept aside as Aside. Undo:
+	// target at Path2 was replaced (Ino2), it was kept aside as Aside —
+	// unless it was new in the same epoch, when it is gone. Undo:
 	// rename Path2 back to Path (exchange again for RENAME_EXCHANGE),
 	// then move Aside back to Path2.
 	KindRename Kind = 7
@@ -123,7 +124,7 @@ type Record struct {
 	Cause Cause  // KindAttr only
 	Type  uint32 // S_IFMT bits of the object changed
 	Ino   uint64 // identity of the object changed (see InodeID)
-	Ino2  uint64 // KindRename: identity of the target kept aside
+	Ino2  uint64 // KindRename: identity of the target it replaced, if any
 
 	Path  string
 	Path2 string // KindRename: new name; KindLink: existing name

@@ -30,10 +30,15 @@ type executor struct {
 }
 
 // skipError is a step that must not or cannot run; the reason is
-// reported for its path.
-type skipError struct{ reason string }
+// reported for its path, the detail logged.
+type skipError struct{ reason, detail string }
 
-func (e skipError) Error() string { return e.reason }
+func (e skipError) Error() string {
+	if e.detail != "" {
+		return e.reason + " (" + e.detail + ")"
+	}
+	return e.reason
+}
 
 func (x *executor) run(plan *Plan) {
 	x.reasons = map[string]string{}
@@ -47,8 +52,10 @@ func (x *executor) run(plan *Plan) {
 			reason := err.Error()
 			if errors.As(err, &se) {
 				reason = se.reason
-			} else if x.env.Log != nil {
-				x.env.Log.Error("rollback step failed", "seq", s.Seq, "op", s.Op, "path", s.Path, "err", err)
+			}
+			if x.env.Log != nil {
+				x.env.Log.Warn("rollback step skipped", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
+					"ino", s.Ino, "ino2", s.Ino2, "why", err)
 			}
 			x.skipped = append(x.skipped, s.Seq)
 			for _, p := range []string{s.Path, s.Path2} {
@@ -99,8 +106,11 @@ func (x *executor) holds(p string, id uint64) (*unix.Stat_t, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ok || got != id {
-		return nil, skipError{reasonMismatch}
+	if !ok {
+		return nil, skipError{reasonMismatch, fmt.Sprintf("%s is missing", p)}
+	}
+	if got != id {
+		return nil, skipError{reasonMismatch, fmt.Sprintf("%s is inode %d, not %d", p, got, id)}
 	}
 	return st, nil
 }
@@ -140,10 +150,10 @@ func (x *executor) remove(s *Step) error {
 		if _, aid, aok, _ := x.stat(ap); aok && aid == s.Ino {
 			return nil // done before a crash
 		}
-		return skipError{reasonMismatch}
+		return skipError{reason: reasonMismatch}
 	}
 	if id != s.Ino {
-		return skipError{reasonMismatch}
+		return skipError{reason: reasonMismatch}
 	}
 	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		empty, err := x.env.Tree.Empty(s.Path)
@@ -151,7 +161,7 @@ func (x *executor) remove(s *Step) error {
 			return err
 		}
 		if !empty {
-			return skipError{reasonNotEmpty}
+			return skipError{reason: reasonNotEmpty}
 		}
 	}
 	if err := x.log.dirent(s.Path); err != nil {
@@ -180,9 +190,9 @@ func (x *executor) recover(s *Step) error {
 	case ok && id == s.Ino && !aok:
 		return nil // done before a crash
 	case ok:
-		return skipError{reasonOccupied}
+		return skipError{reason: reasonOccupied}
 	case !aok:
-		return skipError{reasonNoAside}
+		return skipError{reason: reasonNoAside}
 	}
 	if err := x.log.dirent(s.Path); err != nil {
 		return err
@@ -207,7 +217,7 @@ func (x *executor) renameBack(s *Step) error {
 			return err
 		}
 		if okA {
-			return skipError{reasonOccupied}
+			return skipError{reason: reasonOccupied}
 		}
 		if err := x.log.dirent(s.Path); err != nil {
 			return err
@@ -243,7 +253,7 @@ func (x *executor) exchange(s *Step) error {
 	case okA && okB && idA == s.Ino && idB == s.Ino2:
 		return nil // done before a crash
 	case !(okA && okB && idB == s.Ino && idA == s.Ino2):
-		return skipError{reasonMismatch}
+		return skipError{reasonMismatch, fmt.Sprintf("%s is inode %d (want %d), %s is inode %d (want %d)", s.Path, idB, s.Ino, s.Path2, idA, s.Ino2)}
 	}
 	if err := x.log.dirent(s.Path); err != nil {
 		return err

@@ -26,6 +26,10 @@ func newPast(aside func(string) string) *past {
 	return &past{aside: aside, entries: map[string]entry{}}
 }
 
+// vanished reports whether the entry names an object that existed but
+// is gone for good: new in its epoch, then removed without being kept.
+func (e entry) vanished() bool { return !e.absent && e.loc == "" }
+
 // lookup returns where the object at path (at the past's time) is now.
 // A path inside a directory that was elsewhere then follows the
 // directory.
@@ -74,9 +78,12 @@ func (p *past) undo(r *journal.Record) {
 		p.clear(from)
 		p.put(from, sub)
 		p.entries[from] = moved
-		if r.Aside != "" {
+		switch {
+		case r.Aside != "":
 			p.entries[to] = entry{loc: p.aside(r.Aside), ino: r.Ino2}
-		} else {
+		case r.Ino2 != 0:
+			p.entries[to] = entry{ino: r.Ino2} // replaced, and gone for good
+		default:
 			p.entries[to] = entry{absent: true}
 		}
 	}

@@ -181,9 +181,9 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 	switch r.Kind {
 	case journal.KindCreate, journal.KindLink:
 		e := now.lookup(r.Path)
-		if e.absent || (e.loc == "" && e.ino == 0) {
-			// Already gone, and nothing to keep: it was removed by a
-			// later change that kept nothing either.
+		if e.absent || e.vanished() {
+			// Already gone: a later change removed it and, since it
+			// was new, kept nothing.
 			return nil, nil
 		}
 		id, ok := p.identity(e)
@@ -202,8 +202,28 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 	case journal.KindRename:
 		s.Path, s.Path2, s.Ino2 = r.Path2, r.Path, r.Ino2
 		if r.Flags&renameExchange != 0 {
+			// Exchange again; but an object that was new and is gone
+			// has nothing to go back to, so the other only moves.
+			eA, eB := now.lookup(r.Path), now.lookup(r.Path2)
+			switch {
+			case eA.vanished() && eB.vanished():
+				return nil, nil
+			case eA.vanished() || eB.vanished():
+				from, to, e := r.Path2, r.Path, eB
+				if eB.vanished() {
+					from, to, e = r.Path, r.Path2, eA
+				}
+				id, ok := p.identity(e)
+				s.Op, s.Path, s.Path2, s.Ino, s.Ino2 = opRename, from, to, id, 0
+				if !ok {
+					s.Skip = reasonMismatch
+				} else if taken(to) {
+					s.Skip = reasonOccupied
+				}
+				return s, nil
+			}
 			s.Op = opExchange
-			id, _ := p.identity(now.lookup(r.Path))
+			id, _ := p.identity(eA)
 			s.Ino2 = id
 			if !holds(r.Path2, r.Ino) {
 				s.Skip = reasonMismatch
@@ -211,6 +231,18 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 			break
 		}
 		s.Op, s.Aside = opRename, r.Aside
+		if now.lookup(r.Path2).vanished() {
+			// The renamed object was new and is gone; only a target it
+			// replaced comes back.
+			if r.Aside == "" {
+				return nil, nil
+			}
+			s.Op, s.Path, s.Path2, s.Ino = opRecover, r.Path2, "", r.Ino2
+			if taken(r.Path2) {
+				s.Skip = reasonOccupied
+			}
+			break
+		}
 		switch {
 		case !holds(r.Path2, r.Ino):
 			s.Skip = reasonMismatch
@@ -218,6 +250,9 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 			s.Skip = reasonOccupied
 		}
 	case journal.KindAttr, journal.KindData, journal.KindXattr:
+		if now.lookup(r.Path).vanished() {
+			return nil, nil // new, and gone: nothing to restore
+		}
 		s.Op = map[journal.Kind]string{journal.KindAttr: opAttr, journal.KindData: opData, journal.KindXattr: opXattr}[r.Kind]
 		s.Dir = r.Kind == journal.KindAttr && r.Cause == journal.CauseDirent
 		if !holds(r.Path, r.Ino) {
@@ -232,14 +267,11 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 // identity returns the identity of the object an entry of the past
 // names, statting its place today if the journal does not know it.
 func (p *planner) identity(e entry) (uint64, bool) {
-	if e.absent {
+	if e.absent || e.vanished() {
 		return 0, false
 	}
 	if e.ino != 0 {
 		return e.ino, true
-	}
-	if e.loc == "" {
-		return 0, false
 	}
 	if id, ok := p.idents[e.loc]; ok {
 		return id, id != 0

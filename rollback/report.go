@@ -103,11 +103,6 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 		nowID, nowOK := p.identity(entry{loc: path})
 		e := after.lookup(path)
 		thenID, thenOK := p.identity(e)
-		if e.absent {
-			thenOK = false
-		} else if e.loc == "" && e.ino != 0 {
-			thenOK, thenID = true, e.ino
-		}
 		switch {
 		case reasons[path] != "":
 			a.Action, a.Reason = Skip, reasons[path]

@@ -170,6 +170,15 @@ func (w *workspace) turn(n string) ctl.TurnDetail {
 // cleanup unmounts, ends the daemons this test started (by pid, if they
 // outlive the unmount) and fails the test if a mount is left behind.
 func (w *workspace) cleanup() {
+	if w.t.Failed() {
+		// The daemons' logs say what they saw.
+		logs, _ := filepath.Glob(filepath.Join(w.state, "*", "daemon.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			w.t.Logf("%s (last lines):\n%s", l, strings.Join(lines[max(0, len(lines)-200):], "\n"))
+		}
+	}
 	if len(w.pids) > 0 {
 		w.run("umount")
 	}

@@ -1,0 +1,369 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
+)
+
+var (
+	long      = flag.Bool("long", false, "run the randomized model test with many thousands of operations")
+	modelSeed = flag.Uint64("seed", 0, "seed of the randomized model test (0: from the clock)")
+)
+
+// The randomized model test: random shell-level operations over many
+// turns, a snapshot of the workspace when each turn begins, and
+// rollbacks (and unreverts) to random turns, each compared with the
+// snapshot: content, modes, owners, symlink targets, xattrs, mtimes,
+// inode numbers and hard-link counts. Any difference fails and prints
+// the seed and the operations that led there.
+func TestModel(t *testing.T) {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	turns, perTurn := 24, 14
+	if *long {
+		turns, perTurn = 300, 25
+	}
+	m := &model{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed %d (rerun: go test ./test/e2e -run TestModel -seed %d); last operations:\n%s", seed, seed, m.tail())
+			if dump := os.Getenv("COWFS_MODEL_DUMP"); dump != "" {
+				m.dump(dump)
+			}
+		}
+	}()
+	w := newWorkspace(t)
+	m.w = w
+	m.seedTree()
+	w.mount("--window", "10")
+
+	snaps := map[uint64]tree{}
+	idleSince := map[uint64]bool{} // turns after whose start something changed outside a turn
+	ops, rollbacks, unreverts := 0, 0, 0
+	for i := 0; i < turns && !t.Failed(); i++ {
+		if m.rng.IntN(8) == 0 {
+			m.logf("-- outside a turn")
+			for k := 1 + m.rng.IntN(3); k > 0; k-- {
+				m.op()
+				ops++
+			}
+			for n := range snaps {
+				idleSince[n] = true
+			}
+		}
+		snap := snapshot(t, w.mnt)
+		var tr ctl.Turn
+		w.cowfsJSON(&tr, "turn", "begin")
+		m.logf("-- turn %d", tr.Num)
+		// The previous turn dropped the reverted ones.
+		for n := range snaps {
+			if n >= tr.Num {
+				delete(snaps, n)
+			}
+		}
+		snaps[tr.Num] = snap
+		for k := 0; k < perTurn; k++ {
+			m.op()
+			ops++
+		}
+		w.cowfs("turn", "end")
+
+		if m.rng.IntN(3) != 0 {
+			continue
+		}
+		// Roll back to a random turn in the window.
+		var l ctl.TurnList
+		w.cowfsJSON(&l, "log")
+		var live []uint64
+		for _, t := range l.Turns {
+			if t.State != ctl.StateReverted && snaps[t.Num] != nil {
+				live = append(live, t.Num)
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		target := live[m.rng.IntN(len(live))]
+		pre := snapshot(t, w.mnt)
+		args := []string{strconv.FormatUint(target, 10)}
+		if idleSince[target] {
+			args = append(args, "--force")
+		}
+		m.logf("-- rollback %v", args)
+		res := w.rollback(args...)
+		rollbacks++
+		if res.Counts.Skipped != 0 {
+			t.Fatalf("rollback to %d skipped paths: %+v", target, res.Paths)
+		}
+		sameTree(t, w.mnt, snaps[target], fmt.Sprintf("after rolling back to before turn %d", target))
+		if m.rng.IntN(2) == 0 {
+			m.logf("-- unrevert")
+			w.cowfs("unrevert")
+			unreverts++
+			sameTree(t, w.mnt, pre, fmt.Sprintf("after unreverting the rollback to %d", target))
+			if m.rng.IntN(2) == 0 {
+				continue
+			}
+			m.logf("-- rollback %v again", args)
+			w.rollback(args...)
+			sameTree(t, w.mnt, snaps[target], fmt.Sprintf("after rolling back to before turn %d again", target))
+		}
+		for n := range snaps {
+			if n > target {
+				delete(snaps, n)
+			}
+		}
+		delete(idleSince, target)
+	}
+	t.Logf("seed %d: %d operations in %d turns, %d rollbacks, %d unreverts, all exact", seed, ops, turns, rollbacks, unreverts)
+}
+
+// model makes random changes to the mounted workspace.
+type model struct {
+	t   *testing.T
+	w   *workspace
+	rng *rand.Rand
+	log []string
+	n   int
+}
+
+func (m *model) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
+
+func (m *model) tail() string {
+	from := max(0, len(m.log)-60)
+	return strings.Join(m.log[from:], "\n")
+}
+
+func (m *model) seedTree() {
+	files := map[string]string{}
+	for i := 0; i < 12; i++ {
+		dir := []string{"", "a/", "a/b/", "c/", "c/d/e/"}[m.rng.IntN(5)]
+		files[fmt.Sprintf("%sf%d", dir, i)] = m.content()
+	}
+	m.w.seed(files)
+}
+
+func (m *model) content() string {
+	n := m.rng.IntN(6000)
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "abcdefgh\n"[m.rng.IntN(9)]
+	}
+	return string(b)
+}
+
+func (m *model) name() string {
+	m.n++
+	return fmt.Sprintf("n%d", m.n)
+}
+
+// list returns the workspace's files and directories (relative paths;
+// "" is the root).
+func (m *model) list() (files, dirs []string) {
+	dirs = []string{""}
+	root := m.w.mnt
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular():
+			files = append(files, rel)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	sort.Strings(dirs)
+	return files, dirs
+}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+// op makes one random change. Failures of the operation itself (a name
+// taken, a directory not empty) are fine: the agent's commands fail too.
+func (m *model) op() {
+	files, dirs := m.list()
+	p := func(rel string) string { return filepath.Join(m.w.mnt, rel) }
+	k := m.rng.IntN(19)
+	if len(files) == 0 {
+		k = 0
+	}
+	var desc string
+	var err error
+	switch k {
+	case 0, 1: // create
+		f := filepath.Join(pick(m.rng, dirs), m.name())
+		desc, err = "create "+f, os.WriteFile(p(f), []byte(m.content()), 0o644)
+	case 2: // overwrite
+		f := pick(m.rng, files)
+		desc, err = "overwrite "+f, os.WriteFile(p(f), []byte(m.content()), 0o644)
+	case 3: // write in place
+		f := pick(m.rng, files)
+		off := m.rng.Int64N(4000)
+		desc = fmt.Sprintf("pwrite %s at %d", f, off)
+		c := m.content()
+		err = m.pwrite(p(f), off, []byte(c[:min(200, len(c))]))
+	case 4: // append
+		f := pick(m.rng, files)
+		desc = "append " + f
+		var fh *os.File
+		if fh, err = os.OpenFile(p(f), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			_, err = fh.WriteString(m.content())
+			fh.Close()
+		}
+	case 5: // truncate
+		f := pick(m.rng, files)
+		size := m.rng.Int64N(8000)
+		desc, err = fmt.Sprintf("truncate %s to %d", f, size), os.Truncate(p(f), size)
+	case 6: // rename a file, maybe over another
+		f := pick(m.rng, files)
+		to := filepath.Join(pick(m.rng, dirs), m.name())
+		if m.rng.IntN(3) == 0 {
+			to = pick(m.rng, files)
+		}
+		desc, err = fmt.Sprintf("mv %s %s", f, to), os.Rename(p(f), p(to))
+	case 7: // rename a directory
+		if len(dirs) < 2 {
+			return
+		}
+		d := pick(m.rng, dirs[1:])
+		parent := pick(m.rng, dirs)
+		if parent == d || strings.HasPrefix(parent, d+"/") {
+			return
+		}
+		to := filepath.Join(parent, m.name())
+		desc, err = fmt.Sprintf("mv %s/ %s/", d, to), os.Rename(p(d), p(to))
+	case 8: // delete a file
+		f := pick(m.rng, files)
+		desc, err = "rm "+f, os.Remove(p(f))
+	case 9: // delete a tree
+		if len(dirs) < 2 {
+			return
+		}
+		d := pick(m.rng, dirs[1:])
+		desc, err = "rm -rf "+d, os.RemoveAll(p(d))
+	case 10: // mkdir -p, with a file in it
+		d := filepath.Join(pick(m.rng, dirs), m.name(), m.name())
+		desc = "mkdir -p " + d
+		if err = os.MkdirAll(p(d), 0o755); err == nil {
+			err = os.WriteFile(p(filepath.Join(d, m.name())), []byte(m.content()), 0o600)
+		}
+	case 11: // chmod
+		f := pick(m.rng, append(files, dirs[1:]...))
+		mode := pick(m.rng, []os.FileMode{0o600, 0o644, 0o755, 0o700, 0o640})
+		desc, err = fmt.Sprintf("chmod %o %s", mode, f), os.Chmod(p(f), mode)
+	case 12: // symlink
+		l := filepath.Join(pick(m.rng, dirs), m.name())
+		desc, err = "ln -s "+l, os.Symlink(pick(m.rng, []string{"../x", pick(m.rng, files), "/etc/passwd"}), p(l))
+	case 13: // hard link
+		f := pick(m.rng, files)
+		l := filepath.Join(pick(m.rng, dirs), m.name())
+		desc, err = fmt.Sprintf("ln %s %s", f, l), os.Link(p(f), p(l))
+	case 14: // sed -i (a new file renamed over the old)
+		f := pick(m.rng, files)
+		desc = "sed -i " + f
+		err = m.shell("sed -i s/a/A/g '" + f + "'")
+	case 15: // cp over a file
+		f, g := pick(m.rng, files), pick(m.rng, files)
+		desc = fmt.Sprintf("cp %s %s", f, g)
+		if f != g {
+			err = m.shell("cp '" + f + "' '" + g + "'")
+		}
+	case 16: // xattr
+		f := pick(m.rng, files)
+		desc = "setxattr " + f
+		if m.rng.IntN(3) == 0 {
+			err = unix.Removexattr(p(f), "user.k")
+		} else {
+			err = unix.Setxattr(p(f), "user.k", []byte(m.name()), 0)
+		}
+	case 17: // touch -d
+		f := pick(m.rng, append(files, dirs...))
+		ts := time.Unix(m.rng.Int64N(1<<31), 0)
+		desc, err = "touch -d "+f, os.Chtimes(p(f), ts, ts)
+	case 18: // exchange two files
+		if len(files) < 2 {
+			return
+		}
+		a, b := pick(m.rng, files), pick(m.rng, files)
+		desc = fmt.Sprintf("exchange %s %s", a, b)
+		err = unix.Renameat2(unix.AT_FDCWD, p(a), unix.AT_FDCWD, p(b), unix.RENAME_EXCHANGE)
+	}
+	if err != nil {
+		desc += " (failed: " + err.Error() + ")"
+	}
+	m.logf("%s", desc)
+}
+
+func (m *model) pwrite(path string, off int64, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = syscall.Pwrite(int(f.Fd()), b, off)
+	return err
+}
+
+func (m *model) shell(script string) error {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = m.w.mnt
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+// dump writes the operations and, once the daemon is stopped, every
+// record in the journal to dir, for debugging a failure.
+func (m *model) dump(dir string) {
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "ops.log"), []byte(strings.Join(m.log, "\n")+"\n"), 0o644)
+	st := m.w.status()
+	m.w.run("umount")
+	m.w.pids = nil
+	j, err := journal.Open(st.Journal, journal.Options{})
+	if err != nil {
+		m.t.Logf("dump: %v", err)
+		return
+	}
+	defer j.Close()
+	var b strings.Builder
+	ts, _ := j.Turns()
+	for _, t := range ts {
+		fmt.Fprintf(&b, "turn %+v\n", t)
+	}
+	rbs, _ := j.Rollbacks()
+	for _, r := range rbs {
+		fmt.Fprintf(&b, "rollback %+v\n", r)
+	}
+	j.Scan(0, 0, false, func(r *journal.Record) error {
+		fmt.Fprintf(&b, "%d t%d g%d %s cause=%d type=%o ino=%d ino2=%d %q %q aside=%q flags=%d size=%d off=%d len=%d\n",
+			r.Seq, r.Turn, r.Group, r.Kind, r.Cause, r.Type, r.Ino, r.Ino2, r.Path, r.Path2, r.Aside, r.Flags, r.Attr.Size, r.Off, r.Len)
+		return nil
+	})
+	os.WriteFile(filepath.Join(dir, "records.log"), []byte(b.String()), 0o644)
+}
