@@ -71,11 +71,11 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 		skipped[s] = true
 	}
 	after := newPast(p.asidePath)
-	candidates := map[string]bool{}
+	candidates := map[string]uint32{} // path -> type the records give it
 	for _, r := range recs {
-		for _, path := range []string{r.Path, r.Path2} {
-			if path != "" && !inAside(path) {
-				candidates[path] = true
+		for i, path := range []string{r.Path, r.Path2} {
+			if path != "" && !inAside(path) && candidates[path] == 0 {
+				candidates[path] = recordType(r, i == 1)
 			}
 		}
 		if !skipped[r.Seq] {
@@ -98,7 +98,7 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 	}
 	var out []PathAction
 	deleted, recovered := map[uint64]int{}, map[uint64]int{}
-	for path := range candidates {
+	for path, recType := range candidates {
 		a := PathAction{Path: path}
 		nowID, nowOK := p.identity(entry{loc: path})
 		e := after.lookup(path)
@@ -120,10 +120,7 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 		if nowOK {
 			a.Type = p.types[path]
 		} else {
-			a.Type = p.typeOf(e, 0)
-			if a.Type == 0 {
-				a.Type = typeOfRecords(recs, path)
-			}
+			a.Type = p.typeOf(e, recType)
 		}
 		out = append(out, a)
 	}
@@ -138,16 +135,15 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 	return out
 }
 
-// typeOfRecords is the type the records give path, for an object the
-// journal knows only by its aside entry.
-func typeOfRecords(recs []*journal.Record, path string) uint32 {
-	for _, r := range recs {
-		if (r.Path == path || r.Path2 == path) && r.Type != 0 {
-			if r.Kind == journal.KindRename && r.Path2 == path && r.Aside != "" {
-				return r.Attr.Mode & syscall.S_IFMT
-			}
-			return r.Type
+// recordType is the type a record gives its first (or second) path.
+func recordType(r *journal.Record, second bool) uint32 {
+	switch {
+	case second && r.Kind == journal.KindRename && r.Ino2 != 0:
+		if t := r.Attr.Mode & syscall.S_IFMT; t != 0 {
+			return t // the replaced target, kept aside
 		}
+	case r.Type != 0:
+		return r.Type
 	}
 	return syscall.S_IFREG
 }

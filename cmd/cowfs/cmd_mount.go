@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 
@@ -24,6 +25,7 @@ type mountOptions struct {
 	sync       bool
 	background bool
 	debug      bool
+	cpuProfile string
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -56,6 +58,7 @@ A stale mount left by a daemon that was killed is cleared, with a warning.`,
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
+	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
 	return cmd
 }
 
@@ -66,6 +69,14 @@ func runMount(opts mountOptions, ws string) error {
 	ready := readyPipe()
 	if opts.background && ready == nil {
 		return startBackground(ws)
+	}
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	level := slog.LevelInfo
 	if opts.debug {
