@@ -72,6 +72,8 @@ type Change struct {
 	Uid     uint32    `json:"uid"`
 	Command string    `json:"command"`
 	Time    time.Time `json:"time"`
+	// Step is the step (tool call) the first change was made in.
+	Step string `json:"step,omitempty"`
 }
 
 // TurnDetail is the body of GET /v1/turns/{ref}.
@@ -238,4 +240,99 @@ func Errorf(code, format string, args ...any) *Error {
 
 type errorBody struct {
 	Error *Error `json:"error"`
+}
+
+// StepRequest is the body of POST /v1/turns/current/steps: a step (a tool
+// call) of the open turn begins. Changes until the next step, or the end
+// of the turn, carry its id.
+type StepRequest struct {
+	ID string `json:"id"` // the harness's tool-call id
+}
+
+// StepStarted is the reply to a StepRequest.
+type StepStarted struct {
+	Turn uint64 `json:"turn"`
+	ID   string `json:"id"`
+}
+
+// Event types on GET /v1/events.
+const (
+	EventChange    = "change"     // a change through the mount
+	EventTurnBegin = "turn_begin" // with id, anchor
+	EventTurnEnd   = "turn_end"
+	EventStep      = "step" // a step began: its id is in step
+	EventRollback  = "rollback"
+	EventUnrevert  = "unrevert"
+	// EventGap says events before seq have left the window: a client
+	// asked for them with ?since but they are gone.
+	EventGap = "gap"
+)
+
+// Event is one line of GET /v1/events.
+type Event struct {
+	// Seq orders events; pass the last one seen as ?since= to resume.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
+	Turn uint64    `json:"turn,omitempty"` // 0: outside a turn
+	Step string    `json:"step,omitempty"`
+
+	// change: the path, what happened to it (created, modified,
+	// deleted, renamed — from — or metadata), the pre-image bytes
+	// journaled, and the process that did it.
+	Path    string `json:"path,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	From    string `json:"from,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Pid     uint32 `json:"pid,omitempty"`
+	Uid     uint32 `json:"uid,omitempty"`
+	Command string `json:"command,omitempty"`
+
+	// turn_begin.
+	ID     string `json:"id,omitempty"`
+	Anchor string `json:"anchor,omitempty"`
+
+	// rollback, unrevert.
+	Rollback uint64          `json:"rollback,omitempty"`
+	Target   uint64          `json:"target,omitempty"`
+	Counts   *RollbackCounts `json:"counts,omitempty"`
+	Marker   *Marker         `json:"marker,omitempty"`
+}
+
+// DiffRequest is the query of GET /v1/diff.
+type DiffRequest struct {
+	From TurnRef // the turn whose start the diff starts at
+	// To is where it ends: "" for the end of From (what From changed),
+	// a later turn (its start) or "now".
+	To   string
+	Step string // only what this step of From changed
+	Stat bool   // counts only, no diff text
+}
+
+// DiffFile is one changed file in a diff.
+type DiffFile struct {
+	Path string `json:"path"`
+	From string `json:"from,omitempty"` // renamed: the old path
+	// Status is created, modified, deleted, renamed or metadata.
+	Status   string `json:"status"`
+	Binary   bool   `json:"binary,omitempty"`    // named, not diffed
+	TooLarge bool   `json:"too_large,omitempty"` // over MaxDiffBytes: named, not diffed
+	Added    int    `json:"added"`               // lines
+	Removed  int    `json:"removed"`
+	// Diff is the unified diff (absent with stat, or for binary, too
+	// large, metadata-only and non-regular files).
+	Diff string `json:"diff,omitempty"`
+	// Note says why there is no diff of a changed path (a symlink's
+	// target, a directory).
+	Note string `json:"note,omitempty"`
+}
+
+// MaxDiffBytes is the largest file version a diff shows.
+const MaxDiffBytes = 1 << 20
+
+// Diff is the body of GET /v1/diff.
+type Diff struct {
+	From  string     `json:"from"` // "turn 3", "turn 3 step call_1"
+	To    string     `json:"to"`   // "end of turn 3", "turn 5", "now"
+	Files []DiffFile `json:"files"`
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,10 +61,15 @@ func (c *Client) Turns(ctx context.Context) (TurnList, error) {
 	return l, c.do(ctx, "GET", "/v1/turns", nil, &l)
 }
 
-// Turn returns one turn, by number or id, with its changes.
-func (c *Client) Turn(ctx context.Context, ref string) (TurnDetail, error) {
+// Turn returns one turn, by number or id, with its changes (only those
+// of step, if not empty).
+func (c *Client) Turn(ctx context.Context, ref, step string) (TurnDetail, error) {
 	var d TurnDetail
-	return d, c.do(ctx, "GET", "/v1/turns/"+url.PathEscape(ref), nil, &d)
+	p := "/v1/turns/" + url.PathEscape(ref)
+	if step != "" {
+		p += "?" + url.Values{"step": {step}}.Encode()
+	}
+	return d, c.do(ctx, "GET", p, nil, &d)
 }
 
 // Content returns the content path had when turn at began. The caller
@@ -93,6 +99,55 @@ func (c *Client) Unrevert(ctx context.Context, req UnrevertRequest) (RollbackRes
 func (c *Client) Markers(ctx context.Context) (MarkerList, error) {
 	var l MarkerList
 	return l, c.do(ctx, "GET", "/v1/markers", nil, &l)
+}
+
+// BeginStep marks a step (tool call) of the open turn.
+func (c *Client) BeginStep(ctx context.Context, req StepRequest) (StepStarted, error) {
+	var st StepStarted
+	return st, c.do(ctx, "POST", "/v1/turns/current/steps", req, &st)
+}
+
+// Events calls fn for every event after since, in order; with follow it
+// then waits for more until ctx is done or fn fails.
+func (c *Client) Events(ctx context.Context, since uint64, follow bool, fn func(Event) error) error {
+	q := url.Values{"since": {strconv.FormatUint(since, 10)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.send(ctx, "GET", "/v1/events?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var e Event
+		if err := dec.Decode(&e); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("control socket: events: %w", err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+// Diff shows what changed between two points.
+func (c *Client) Diff(ctx context.Context, req DiffRequest) (Diff, error) {
+	q := url.Values{"from": {string(req.From)}}
+	if req.To != "" {
+		q.Set("to", req.To)
+	}
+	if req.Step != "" {
+		q.Set("step", req.Step)
+	}
+	if req.Stat {
+		q.Set("stat", "1")
+	}
+	var d Diff
+	return d, c.do(ctx, "GET", "/v1/diff?"+q.Encode(), nil, &d)
 }
 
 // Shutdown asks the daemon to unmount and exit.

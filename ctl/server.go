@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +26,9 @@ type Service interface {
 	BeginTurn(ctx context.Context, req BeginTurnRequest) (Turn, error)
 	EndTurn(ctx context.Context) (Turn, error)
 	Turns(ctx context.Context) (TurnList, error)
-	Turn(ctx context.Context, ref string) (TurnDetail, error)
+	// Turn describes a turn and its changes; with step, only the
+	// changes made in that step.
+	Turn(ctx context.Context, ref, step string) (TurnDetail, error)
 	// Content returns the content path had when turn at began.
 	Content(ctx context.Context, at, path string) (io.ReadCloser, error)
 	// Rollback rolls the workspace back to before a turn, or plans it.
@@ -34,6 +37,13 @@ type Service interface {
 	Unrevert(ctx context.Context, req UnrevertRequest) (RollbackResult, error)
 	// Markers lists the conversation truncation markers.
 	Markers(ctx context.Context) (MarkerList, error)
+	// BeginStep marks a step (tool call) of the open turn.
+	BeginStep(ctx context.Context, req StepRequest) (StepStarted, error)
+	// Events calls emit for every event after since, in order; with
+	// follow it then waits for more until ctx is done.
+	Events(ctx context.Context, since uint64, follow bool, emit func(Event) error) error
+	// Diff shows what changed between two points.
+	Diff(ctx context.Context, req DiffRequest) (Diff, error)
 	// Shutdown unmounts the workspace and stops the daemon.
 	Shutdown(ctx context.Context) error
 }
@@ -119,7 +129,7 @@ func (s *Server) routes() http.Handler {
 		return reply(w, http.StatusOK, t, err)
 	})
 	route("GET", "/v1/turns/{ref}", func(w http.ResponseWriter, r *http.Request) error {
-		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"))
+		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"), r.URL.Query().Get("step"))
 		return reply(w, http.StatusOK, d, err)
 	})
 	route("GET", "/v1/content", func(w http.ResponseWriter, r *http.Request) error {
@@ -160,6 +170,41 @@ func (s *Server) routes() http.Handler {
 		ms, err := s.svc.Markers(r.Context())
 		return reply(w, http.StatusOK, ms, err)
 	})
+	route("POST", "/v1/turns/current/steps", func(w http.ResponseWriter, r *http.Request) error {
+		var req StepRequest
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+		if req.ID == "" || len(req.ID) > 256 {
+			return Errorf(CodeBadRequest, "a step needs an id of 1 to 256 bytes")
+		}
+		st, err := s.svc.BeginStep(r.Context(), req)
+		return reply(w, http.StatusCreated, st, err)
+	})
+	route("GET", "/v1/events", func(w http.ResponseWriter, r *http.Request) error {
+		q := r.URL.Query()
+		since, err := uintParam(q.Get("since"), "since")
+		if err != nil {
+			return err
+		}
+		follow, err := boolParam(q.Get("follow"), "follow")
+		if err != nil {
+			return err
+		}
+		return s.events(w, r, since, follow)
+	})
+	route("GET", "/v1/diff", func(w http.ResponseWriter, r *http.Request) error {
+		q := r.URL.Query()
+		if q.Get("from") == "" {
+			return Errorf(CodeBadRequest, "diff needs ?from=TURN")
+		}
+		stat, err := boolParam(q.Get("stat"), "stat")
+		if err != nil {
+			return err
+		}
+		d, err := s.svc.Diff(r.Context(), DiffRequest{From: TurnRef(q.Get("from")), To: q.Get("to"), Step: q.Get("step"), Stat: stat})
+		return reply(w, http.StatusOK, d, err)
+	})
 	route("POST", "/v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
 		if err := decode(w, r, &struct{}{}); err != nil {
 			return err
@@ -190,6 +235,56 @@ func (s *Server) routes() http.Handler {
 		writeError(w, s.log, Errorf(CodeNotFound, "no endpoint %s %s", r.Method, r.URL.Path), 0)
 	})
 	return s.checkPeer(mux)
+}
+
+// events streams events as JSON lines, flushing after each, so a client
+// sees changes as they happen. The write deadline is lifted: a follower
+// may wait for hours.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, since uint64, follow bool) error {
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	started := false
+	enc := json.NewEncoder(w)
+	err := s.svc.Events(r.Context(), since, follow, func(e Event) error {
+		if !started {
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if err != nil && !started {
+		return err
+	}
+	if !started {
+		w.WriteHeader(http.StatusOK)
+	}
+	return nil
+}
+
+func uintParam(v, name string) (uint64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, Errorf(CodeBadRequest, "%s must be a number, not %q", name, v)
+	}
+	return n, nil
+}
+
+func boolParam(v, name string) (bool, error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, Errorf(CodeBadRequest, "%s must be 1 or 0, not %q", name, v)
 }
 
 // decode reads a JSON body into v: at most maxBody bytes, no unknown

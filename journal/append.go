@@ -48,6 +48,9 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 		rec.Len = n
 	}
 	rec.Turn = g.Turn
+	if rec.Step == "" {
+		rec.Step = g.Step
+	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
@@ -73,6 +76,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 		}
 		return fmt.Errorf("journal: commit record: %w", err)
 	}
+	j.wake()
 	return nil
 }
 
@@ -122,6 +126,7 @@ func (j *Journal) AppendBatch(g Gate, recs []*Record) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("journal: commit records: %w", err)
 	}
+	j.wake()
 	return nil
 }
 

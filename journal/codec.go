@@ -70,6 +70,7 @@ func encodeRecord(buf []byte, r *Record) []byte {
 		buf = append(buf, 0)
 	}
 	buf = binary.AppendVarint(buf, r.Stored)
+	buf = appendString(buf, string(r.Detail))
 	return buf
 }
 
@@ -133,6 +134,9 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 	}
 	r.XattrExisted = d.byte() == 1
 	r.Stored = d.varint()
+	if v := d.string(maxStringLen); v != "" {
+		r.Detail = []byte(v)
+	}
 	if d.err || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: record %d does not decode", ErrCorrupt, seq)
 	}

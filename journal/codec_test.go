@@ -27,6 +27,7 @@ func sampleRecord() *Record {
 		XattrValue:   []byte{0, 1, 2},
 		XattrExisted: true,
 		Stored:       77,
+		Detail:       []byte(`{"k":1}`),
 	}
 }
 

@@ -45,6 +45,7 @@ type Journal struct {
 	// Written under gate held exclusively, read under gate (shared or
 	// exclusive) or mu.
 	open  *Turn  // the open turn, or nil
+	step  string // the open turn's current step
 	epoch uint64 // increments at every turn boundary
 
 	mu       sync.Mutex // serialises turn bookkeeping
@@ -57,6 +58,8 @@ type Journal struct {
 	// by deduplication cannot vanish before the record naming it is
 	// committed.
 	content sync.RWMutex
+
+	notify notifier
 
 	enc *zstd.Encoder
 	dec *zstd.Decoder

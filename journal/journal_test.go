@@ -54,7 +54,18 @@ func TestTurnsAndRecords(t *testing.T) {
 		t.Fatalf("FindTurn: %+v %v", got, err)
 	}
 	var recs []*Record
-	j.Scan(got.StartSeq, got.EndSeq, false, func(r *Record) error { recs = append(recs, r); return nil })
+	var events []string
+	j.Scan(got.StartSeq, got.EndSeq, false, func(r *Record) error {
+		if r.Kind == KindEvent {
+			events = append(events, r.Path)
+		} else {
+			recs = append(recs, r)
+		}
+		return nil
+	})
+	if len(events) != 2 || events[0] != EventTurnBegin || events[1] != EventTurnEnd {
+		t.Fatalf("events of the turn: %v", events)
+	}
 	if len(recs) != 1 || recs[0].Path != "a/b.txt" || recs[0].Caller.Comm != "sed" || recs[0].Turn != 1 {
 		t.Fatalf("records after reopen: %+v", recs)
 	}
@@ -158,6 +169,9 @@ func TestPrune(t *testing.T) {
 	}
 	n := 0
 	j.Scan(0, 0, false, func(r *Record) error {
+		if r.Kind == KindEvent {
+			return nil
+		}
 		n++
 		if r.Turn < 3 {
 			t.Errorf("record of turn %d survived", r.Turn)

@@ -45,6 +45,11 @@ const (
 	// rename Path2 back to Path (exchange again for RENAME_EXCHANGE),
 	// then move Aside back to Path2.
 	KindRename Kind = 7
+
+	// KindEvent is not a change: a turn began or ended, a step began, a
+	// rollback or an unrevert happened (see event.go). Path names the
+	// event; Detail holds its JSON. Undo: nothing.
+	KindEvent Kind = 8
 )
 
 var kindNames = map[Kind]string{
@@ -55,6 +60,7 @@ var kindNames = map[Kind]string{
 	KindXattr:  "xattr",
 	KindRemove: "remove",
 	KindRename: "rename",
+	KindEvent:  "event",
 }
 
 func (k Kind) String() string {
@@ -142,6 +148,8 @@ type Record struct {
 	XattrName    string // KindXattr
 	XattrValue   []byte
 	XattrExisted bool
+
+	Detail []byte // KindEvent: JSON
 
 	// Stored is the number of bytes this record added to the journal:
 	// its own encoding and the chunks it was the first to store.

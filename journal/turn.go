@@ -38,6 +38,7 @@ func (t Turn) Open() bool { return t.EndSeq == 0 }
 type Gate struct {
 	j         *Journal
 	Turn      uint64 // 0: outside a turn
+	Step      string // the turn's current step
 	Epoch     uint64 // changes in one epoch share one pre-image per inode
 	exclusive bool
 }
@@ -47,7 +48,7 @@ func (j *Journal) Enter() Gate {
 	j.gate.RLock()
 	g := Gate{j: j, Epoch: j.epoch}
 	if j.open != nil {
-		g.Turn = j.open.Num
+		g.Turn, g.Step = j.open.Num, j.step
 	}
 	return g
 }
@@ -125,8 +126,9 @@ func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
 	}
 	j.nextTurn++
 	j.open = &t
+	j.step = ""
 	j.epoch++
-	return t, nil
+	return t, j.appendEvent(t.Num, "", EventTurnBegin, map[string]string{"id": id, "anchor": anchor})
 }
 
 // EndTurn closes the open turn.
@@ -140,12 +142,16 @@ func (j *Journal) EndTurn(now time.Time) (Turn, error) {
 		return Turn{}, ErrNoTurn
 	}
 	t := *j.open
+	if err := j.appendEvent(t.Num, j.step, EventTurnEnd, nil); err != nil {
+		return Turn{}, err
+	}
 	t.Ended = now.UTC()
 	t.EndSeq = j.nextSeq.Load()
 	if err := j.putTurn(t); err != nil {
 		return Turn{}, err
 	}
 	j.open = nil
+	j.step = ""
 	j.epoch++
 	return t, nil
 }

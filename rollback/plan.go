@@ -80,6 +80,9 @@ func (p *planner) build(recs []*journal.Record) (*Plan, error) {
 	pl := &Plan{Force: p.force}
 	now := newPast(p.asidePath)
 	for _, r := range recs {
+		if r.Kind == journal.KindEvent {
+			continue // not a change
+		}
 		var s *Step
 		skip := ""
 		switch {
@@ -121,7 +124,7 @@ func (p *planner) conflicts(recs []*journal.Record) (map[uint64]bool, map[string
 	}
 	past := newPast(p.asidePath)
 	for _, r := range recs {
-		if !p.target(r) {
+		if !p.target(r) && r.Kind != journal.KindEvent {
 			switch r.Kind {
 			case journal.KindCreate, journal.KindLink:
 				if id, ok := p.identity(past.lookup(r.Path)); ok {

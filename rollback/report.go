@@ -73,6 +73,9 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 	after := newPast(p.asidePath)
 	candidates := map[string]uint32{} // path -> type the records give it
 	for _, r := range recs {
+		if r.Kind == journal.KindEvent {
+			continue
+		}
 		for i, path := range []string{r.Path, r.Path2} {
 			if path != "" && !inAside(path) && candidates[path] == 0 {
 				candidates[path] = recordType(r, i == 1)

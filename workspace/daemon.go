@@ -50,7 +50,8 @@ type Daemon struct {
 	// Notes are things Start did that the user should hear about.
 	Notes []string
 
-	rbMu     sync.Mutex // one rollback, unrevert or turn start at a time
+	stopping chan struct{} // closed by Stop: event streams end
+	rbMu     sync.Mutex    // one rollback, unrevert or turn start at a time
 	pruneMu  sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
@@ -63,7 +64,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{opts: opts, log: log, started: time.Now(), rootFd: -1}
+	d := &Daemon{opts: opts, log: log, started: time.Now(), rootFd: -1, stopping: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			if d.mount != nil {
@@ -214,6 +215,7 @@ func (d *Daemon) Wait() error {
 // detached and Wait returns once they let go.
 func (d *Daemon) Stop() {
 	d.stopOnce.Do(func() {
+		close(d.stopping)
 		lazy, err := d.mount.Unmount()
 		if err != nil {
 			d.stopErr = err

@@ -49,10 +49,12 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 	if err != nil {
 		return ctl.RollbackResult{}, apiError(err)
 	}
+	res := resultOf(out, false)
 	if !req.DryRun {
 		d.log.Info("rolled back", "to_before", t.Num, "rollback", out.Rollback, "result", summary(out.Counts))
+		d.event(journal.EventRollback, res)
 	}
-	return resultOf(out, false), nil
+	return res, nil
 }
 
 func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.RollbackResult, error) {
@@ -67,7 +69,9 @@ func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.Ro
 		return ctl.RollbackResult{}, apiError(err)
 	}
 	d.log.Info("unreverted", "rollback", out.Rollback, "result", summary(out.Counts))
-	return resultOf(out, true), nil
+	res := resultOf(out, true)
+	d.event(journal.EventUnrevert, res)
+	return res, nil
 }
 
 func (s *service) Markers(ctx context.Context) (ctl.MarkerList, error) {
@@ -80,6 +84,15 @@ func (s *service) Markers(ctx context.Context) (ctl.MarkerList, error) {
 		l.Markers = append(l.Markers, markerOf(m))
 	}
 	return l, nil
+}
+
+// event journals a rollback or unrevert for the event stream: its
+// result without the per-path list.
+func (d *Daemon) event(name string, res ctl.RollbackResult) {
+	res.Paths = nil
+	if err := d.j.AppendEvent(name, res); err != nil {
+		d.log.Warn("journaling an event", "event", name, "err", err)
+	}
 }
 
 // settle makes pending rollbacks final as a turn begins.

@@ -42,7 +42,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		st.Unrevertable = len(rbs)
 	}
 	if t, ok := d.j.OpenTurn(); ok {
-		wt, err := s.summary(t)
+		wt, err := s.summary(t, "")
 		if err != nil {
 			return st, err
 		}
@@ -86,7 +86,7 @@ func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	if err != nil {
 		return ctl.Turn{}, apiError(err)
 	}
-	wt, err := s.summary(t)
+	wt, err := s.summary(t, "")
 	return wt.Turn, err
 }
 
@@ -97,7 +97,7 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 	}
 	list := ctl.TurnList{Turns: []ctl.Turn{}}
 	for _, t := range ts {
-		wt, err := s.summary(t)
+		wt, err := s.summary(t, "")
 		if err != nil {
 			return list, err
 		}
@@ -114,12 +114,12 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 	return list, err
 }
 
-func (s *service) Turn(ctx context.Context, ref string) (ctl.TurnDetail, error) {
+func (s *service) Turn(ctx context.Context, ref, step string) (ctl.TurnDetail, error) {
 	t, err := s.findTurn(ref)
 	if err != nil {
 		return ctl.TurnDetail{}, err
 	}
-	return s.summary(t)
+	return s.summary(t, step)
 }
 
 // findTurn resolves a turn reference, telling a turn that left the
@@ -140,8 +140,8 @@ func (s *service) findTurn(ref string) (journal.Turn, error) {
 	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)
 }
 
-// summary describes t with its changes.
-func (s *service) summary(t journal.Turn) (ctl.TurnDetail, error) {
+// summary describes t with its changes (only step's, if not empty).
+func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	end := t.EndSeq
 	if t.Open() {
 		end = 0
@@ -149,7 +149,7 @@ func (s *service) summary(t journal.Turn) (ctl.TurnDetail, error) {
 	var recs []*journal.Record
 	var stored int64
 	err := s.d.j.Scan(t.StartSeq, end, false, func(r *journal.Record) error {
-		if r.Turn == t.Num {
+		if r.Turn == t.Num && r.Kind != journal.KindEvent && (step == "" || r.Step == step) {
 			recs = append(recs, r)
 			stored += r.Stored
 		}
@@ -164,7 +164,7 @@ func (s *service) summary(t journal.Turn) (ctl.TurnDetail, error) {
 	for _, c := range changes {
 		d.Changes = append(d.Changes, ctl.Change{
 			Path: c.Path, Kind: c.Kind, From: c.From, Type: typeName(c.Type), Bytes: c.Bytes,
-			Pid: c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time,
+			Pid: c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
 		})
 	}
 	return d, nil

@@ -13,6 +13,7 @@ import (
 
 type showOptions struct {
 	json bool
+	step string
 }
 
 func newShowCommand() *cobra.Command {
@@ -25,13 +26,14 @@ func newShowCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, args []string) error { return runShow(opts, args[0]) },
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	cmd.Flags().StringVar(&opts.step, "step", "", "only the changes made in step `ID`")
 	return cmd
 }
 
 func runShow(opts showOptions, ref string) error {
 	var d ctl.TurnDetail
 	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
-		d, err = c.Turn(ctx, ref)
+		d, err = c.Turn(ctx, ref, opts.step)
 		return err
 	})
 	if err != nil {

@@ -46,7 +46,23 @@ returned in the marker a rollback to before this turn leaves.`,
 		RunE:  func(cmd *cobra.Command, args []string) error { return runTurnEnd(eo) },
 	}
 	end.Flags().BoolVar(&eo.json, "json", false, "print JSON")
-	cmd.AddCommand(begin, end)
+
+	step := &cobra.Command{
+		Use:   "step ID",
+		Short: "Mark the start of a step (a tool call) in the open turn",
+		Long:  "Mark the start of a step of the open turn: changes until the next step or the end of the turn carry ID, and 'cowfs show --step' and 'cowfs diff --step' can be limited to it.",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(func(ctx context.Context, c *ctl.Client) error {
+				st, err := c.BeginStep(ctx, ctl.StepRequest{ID: args[0]})
+				if err == nil {
+					fmt.Printf("turn %d: step %s began\n", st.Turn, st.ID)
+				}
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(begin, end, step)
 	return cmd
 }
 

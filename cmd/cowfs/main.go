@@ -52,6 +52,8 @@ or the nearest parent with a mounted workspace).
 		newUndoCommand(),
 		newUnrevertCommand(),
 		newMarkersCommand(),
+		newEventsCommand(),
+		newDiffCommand(),
 	)
 	return root
 }

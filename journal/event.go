@@ -1,0 +1,92 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Events the journal keeps beside changes, as KindEvent records, so a
+// client reading the record sequence sees them in order with the
+// changes and can resume after any of them.
+const (
+	EventTurnBegin = "turn_begin" // detail: {"id", "anchor"}
+	EventTurnEnd   = "turn_end"
+	EventStep      = "step" // the record's Step is the step's id
+	EventRollback  = "rollback"
+	EventUnrevert  = "unrevert"
+)
+
+// notifier wakes those waiting for new records.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Changed returns a channel closed when a record is next committed.
+func (j *Journal) Changed() <-chan struct{} {
+	j.notify.mu.Lock()
+	defer j.notify.mu.Unlock()
+	if j.notify.ch == nil {
+		j.notify.ch = make(chan struct{})
+	}
+	return j.notify.ch
+}
+
+func (j *Journal) wake() {
+	j.notify.mu.Lock()
+	if j.notify.ch != nil {
+		close(j.notify.ch)
+		j.notify.ch = nil
+	}
+	j.notify.mu.Unlock()
+}
+
+// appendEvent journals an event. The caller holds the gate.
+func (j *Journal) appendEvent(turn uint64, step, name string, detail any) error {
+	rec := &Record{Kind: KindEvent, Turn: turn, Step: step, Path: name, Time: time.Now()}
+	if detail != nil {
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return err
+		}
+		rec.Detail = b
+	}
+	rec.Seq = j.nextSeq.Add(1) - 1
+	val := encodeRecord(nil, rec)
+	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(rec.Seq), val) }); err != nil {
+		return fmt.Errorf("journal: record event: %w", err)
+	}
+	j.wake()
+	return nil
+}
+
+// AppendEvent journals an event outside any turn (a rollback, an
+// unrevert).
+func (j *Journal) AppendEvent(name string, detail any) error {
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	j.gate.RLock()
+	defer j.gate.RUnlock()
+	return j.appendEvent(0, "", name, detail)
+}
+
+// BeginStep marks the start of a step (a tool call) in the open turn:
+// changes from now on carry its id. It fails with ErrNoTurn if no turn
+// is open.
+func (j *Journal) BeginStep(id string) (Turn, error) {
+	if j.closed.Load() {
+		return Turn{}, ErrClosed
+	}
+	j.gate.Lock()
+	defer j.gate.Unlock()
+	if j.open == nil {
+		return Turn{}, ErrNoTurn
+	}
+	j.step = id
+	return *j.open, j.appendEvent(j.open.Num, id, EventStep, nil)
+}

@@ -1,0 +1,106 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
+)
+
+func (s *service) BeginStep(ctx context.Context, req ctl.StepRequest) (ctl.StepStarted, error) {
+	t, err := s.d.j.BeginStep(req.ID)
+	if err != nil {
+		return ctl.StepStarted{}, apiError(err)
+	}
+	return ctl.StepStarted{Turn: t.Num, ID: req.ID}, nil
+}
+
+// Events replays the journal's records after since as events, then, to
+// follow, waits for more. Records are the single source: a change is
+// reported exactly when its record is committed, before the change
+// itself reaches the workspace.
+func (s *service) Events(ctx context.Context, since uint64, follow bool, emit func(ctl.Event) error) error {
+	j := s.d.j
+	if ts, err := j.Turns(); err == nil && len(ts) > 0 && since > 0 && since+1 < ts[0].StartSeq {
+		gap := ctl.Event{Seq: ts[0].StartSeq - 1, Type: ctl.EventGap}
+		if err := emit(gap); err != nil {
+			return err
+		}
+	}
+	next := since + 1
+	for {
+		wake := j.Changed()
+		err := j.Scan(next, 0, false, func(r *journal.Record) error {
+			next = r.Seq + 1
+			if e, ok := eventOf(r); ok {
+				return emit(e)
+			}
+			return nil
+		})
+		if err != nil || !follow {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.d.stopping:
+			return nil
+		case <-wake:
+		}
+	}
+}
+
+// eventOf turns a record into the event a harness sees, if it is one: a
+// rollback's own records and a directory's times are not.
+func eventOf(r *journal.Record) (ctl.Event, bool) {
+	e := ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: ctl.EventChange,
+		Path: r.Path, Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
+	if r.Group != 0 || inPrivate(r.Path) && r.Kind != journal.KindRename {
+		return e, false
+	}
+	switch r.Kind {
+	case journal.KindEvent:
+		e = ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: r.Path}
+		var d struct {
+			ID, Anchor string
+			ctl.RollbackResult
+		}
+		json.Unmarshal(r.Detail, &d)
+		e.ID, e.Anchor = d.ID, d.Anchor
+		if r.Path == journal.EventRollback || r.Path == journal.EventUnrevert {
+			e.Rollback, e.Target, e.Marker = d.Rollback, d.Target, d.Marker
+			counts := d.Counts
+			e.Counts = &counts
+		}
+	case journal.KindCreate, journal.KindLink:
+		e.Kind = journal.Created
+	case journal.KindRemove:
+		e.Kind = journal.Deleted
+	case journal.KindRename:
+		if inPrivate(r.Path2) {
+			return e, false
+		}
+		e.Kind, e.From, e.Path = journal.Renamed, r.Path, r.Path2
+	case journal.KindData:
+		e.Kind = journal.Modified
+	case journal.KindAttr:
+		switch {
+		case r.Cause == journal.CauseDirent:
+			return e, false
+		case r.Cause.Content():
+			e.Kind = journal.Modified
+		default:
+			e.Kind = journal.Metadata
+		}
+	case journal.KindXattr:
+		e.Kind = journal.Metadata
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+func inPrivate(p string) bool { return p == aside.Dir || strings.HasPrefix(p, aside.Dir+"/") }
