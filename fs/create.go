@@ -52,25 +52,23 @@ func (n *Node) created(c *change, rec *journal.Record, ch *gofs.Inode, e syscall
 var _ = (gofs.NodeCreater)((*Node)(nil))
 
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	if _, abs, ok := n.child(name); ok && !n.hidden(name) {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(abs, &st); err == nil {
-			// The kernel had a stale negative entry: the name exists.
-			if flags&syscall.O_EXCL != 0 {
-				return nil, nil, 0, syscall.EEXIST
-			}
-			return n.createExisting(ctx, c, name, flags, out)
-		}
-	}
 	rec, e := n.newEntry(c, name, syscall.S_IFREG, "")
 	if e != 0 {
 		return nil, nil, 0, e
 	}
-	// O_EXCL: if something created the name since the check above, fail
-	// rather than truncate it unrecorded.
+	// Always O_EXCL: a name that exists must not be truncated behind the
+	// journal's back.
 	ch, fh, fl, e := n.LoopbackNode.Create(ctx, name, flags|syscall.O_EXCL, mode, out)
+	if e == syscall.EEXIST {
+		// The kernel had a stale negative entry: the name exists.
+		c.discard(rec)
+		if flags&syscall.O_EXCL != 0 {
+			return nil, nil, 0, syscall.EEXIST
+		}
+		return n.createExisting(ctx, c, name, flags, out)
+	}
 	n.created(c, rec, ch, e)
 	if e != 0 {
 		return nil, nil, 0, e
@@ -80,7 +78,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, errno(err)
 	}
 	n.fixNlink(&out.Attr)
-	return ch, f, fl, 0
+	return ch, f, n.openFlags(fl), 0
 }
 
 // createExisting answers a CREATE for a name that exists as an OPEN of
@@ -105,7 +103,7 @@ func (n *Node) createExisting(ctx context.Context, c *change, name string, flags
 var _ = (gofs.NodeMkdirer)((*Node)(nil))
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	rec, e := n.newEntry(c, name, syscall.S_IFDIR, "")
 	if e != 0 {
@@ -119,7 +117,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 var _ = (gofs.NodeMknoder)((*Node)(nil))
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	rec, e := n.newEntry(c, name, mode&syscall.S_IFMT, "")
 	if e != 0 {
@@ -133,7 +131,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 var _ = (gofs.NodeSymlinker)((*Node)(nil))
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	rec, e := n.newEntry(c, name, syscall.S_IFLNK, "")
 	if e != 0 {
@@ -155,7 +153,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if !ok {
 		return nil, syscall.EXDEV // in no directory (O_TMPFILE): nothing to link from
 	}
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	rec, e := n.newEntry(c, name, tn.StableAttr().Mode&syscall.S_IFMT, to)
 	if e != 0 {
@@ -175,7 +173,7 @@ var _ = (gofs.NodeTmpfiler)((*Node)(nil))
 // Tmpfile creates a file in no directory. Nothing names it, so nothing
 // is journaled; it is marked created so writes to it journal nothing.
 func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	ch, fh, fl, e := n.LoopbackNode.Tmpfile(ctx, flags, mode, out)
 	if e != 0 {
@@ -186,5 +184,5 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
-	return ch, f, fl, 0
+	return ch, f, n.openFlags(fl), 0
 }

@@ -9,8 +9,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
-
-	"github.com/cowfs/cowfs/journal"
 )
 
 // file is an open file. It forwards reads and harmless calls to go-fuse's
@@ -21,15 +19,14 @@ import (
 // pre-image first.
 type file struct {
 	lf     *gofs.LoopbackFile
-	fd     int            // lf's descriptor; valid until Release
-	opener journal.Caller // who opened it: writeback and mmap flushes arrive with pid 0
+	fd     int  // lf's descriptor; valid until Release
+	opener *who // who opened it: writeback and mmap flushes arrive with pid 0
 }
 
 var (
 	_ gofs.FileHandle    = (*file)(nil)
 	_ gofs.FileReader    = (*file)(nil)
 	_ gofs.FileReleaser  = (*file)(nil)
-	_ gofs.FileFlusher   = (*file)(nil)
 	_ gofs.FileFsyncer   = (*file)(nil)
 	_ gofs.FileGetattrer = (*file)(nil)
 	_ gofs.FileStatxer   = (*file)(nil)
@@ -43,7 +40,7 @@ var (
 // wrapFile takes over the handle a LoopbackNode method returned. go-fuse
 // waits for requests on a handle to finish before it releases it, so
 // fd stays valid for every request that carries the handle.
-func wrapFile(fh gofs.FileHandle, opener journal.Caller) (*file, error) {
+func wrapFile(fh gofs.FileHandle, opener *who) (*file, error) {
 	lf, ok := fh.(*gofs.LoopbackFile)
 	if !ok {
 		return nil, fmt.Errorf("unexpected file handle %T", fh)
@@ -61,7 +58,6 @@ func (f *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult
 }
 
 func (f *file) Release(ctx context.Context) syscall.Errno { return f.lf.Release(ctx) }
-func (f *file) Flush(ctx context.Context) syscall.Errno   { return f.lf.Flush(ctx) }
 
 func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	return f.lf.Fsync(ctx, flags)

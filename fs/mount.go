@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,19 @@ type Config struct {
 	Aside   *aside.Area
 	Logger  *slog.Logger // nil: silent
 	Debug   bool         // log every FUSE request
+
+	// CacheTimeout is how long the kernel may answer lookups, attributes
+	// and (across opens) file content from its caches without asking.
+	// Every change through the mount keeps those caches right, and a
+	// rollback invalidates what it changes; only a change made to the
+	// backing directory behind the mount's back can stay unseen, for
+	// up to this long. Zero means DefaultCacheTimeout; negative, no
+	// caching at all.
+	CacheTimeout time.Duration
 }
+
+// DefaultCacheTimeout is how long the kernel caches by default.
+const DefaultCacheTimeout = time.Hour
 
 // Mount is a mounted workspace.
 type Mount struct {
@@ -39,6 +52,7 @@ type Mount struct {
 	mountpoint string
 	root       *Node
 	inval      invalidations
+	closeOnce  sync.Once
 }
 
 // ErrNoFUSE: /dev/fuse is missing.
@@ -51,6 +65,10 @@ var ErrNotPermitted = errors.New("not permitted to mount (run as root, or with C
 func New(cfg Config) (*Mount, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(cfg.Backing, &st); err != nil {
+		return nil, fmt.Errorf("backing directory: %w", err)
+	}
+	rootFd, err := unix.Open(cfg.Backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return nil, fmt.Errorf("backing directory: %w", err)
 	}
 	if err := syscall.Access("/dev/fuse", unix.R_OK|unix.W_OK); err != nil {
@@ -66,11 +84,18 @@ func New(cfg Config) (*Mount, error) {
 	data := &gofs.LoopbackRoot{Path: cfg.Backing, Dev: uint64(st.Dev)}
 	root := &Node{
 		LoopbackNode: &gofs.LoopbackNode{RootData: data},
-		rec:          newRecorder(cfg.Journal, cfg.Aside, logger),
+		fs:           &filesystem{rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd},
 	}
 	data.RootNode = root
 
-	timeout := time.Second
+	timeout := cfg.CacheTimeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultCacheTimeout
+	case timeout < 0:
+		timeout = 0
+	}
+	root.fs.keepCache = timeout > 0
 	opts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:            cfg.FsName,
@@ -86,8 +111,10 @@ func New(cfg Config) (*Mount, error) {
 			// they also hold against processes using the backing
 			// directory directly.
 			EnableLocks: true,
-			Debug:       cfg.Debug,
-			Logger:      log.New(slogWriter{logger}, "", 0),
+			// See killpriv.go.
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+			Debug:             cfg.Debug,
+			Logger:            log.New(slogWriter{logger}, "", 0),
 		},
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -97,6 +124,7 @@ func New(cfg Config) (*Mount, error) {
 	}
 	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
 	if err != nil {
+		unix.Close(rootFd)
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 			return nil, fmt.Errorf("%w: %v", ErrNotPermitted, err)
 		}
@@ -106,7 +134,10 @@ func New(cfg Config) (*Mount, error) {
 }
 
 // Wait returns when the kernel has ended the mount.
-func (m *Mount) Wait() { m.server.Wait() }
+func (m *Mount) Wait() {
+	m.server.Wait()
+	m.closeOnce.Do(func() { unix.Close(m.root.fs.root) })
+}
 
 // Unmount unmounts. If processes still use the workspace it detaches
 // the mount instead (it vanishes from the namespace; those processes

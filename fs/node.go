@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -18,33 +19,57 @@ import (
 // overridden to journal first; the others are inherited.
 type Node struct {
 	*gofs.LoopbackNode
-	rec *recorder
+	fs *filesystem
 
-	// asidePath is the backing-relative path of this inode in the aside
-	// area once its last known name was removed while it was open.
-	asidePath atomic.Pointer[string]
+	// movedTo is where the node lives (backing-relative) when go-fuse
+	// knows no parent for it: its last name was removed while it was
+	// open (it is in the aside area), or a rollback moved it under a
+	// directory go-fuse does not know. See orphans.go.
+	movedTo atomic.Pointer[string]
 }
 
 var _ = (gofs.NodeWrapChilder)((*Node)(nil))
 
 // WrapChild makes every node go-fuse creates under a Node a Node too.
 func (n *Node) WrapChild(ctx context.Context, ops gofs.InodeEmbedder) gofs.InodeEmbedder {
-	return &Node{LoopbackNode: ops.(*gofs.LoopbackNode), rec: n.rec}
+	return &Node{LoopbackNode: ops.(*gofs.LoopbackNode), fs: n.fs}
+}
+
+// filesystem is what every node of one mount shares.
+type filesystem struct {
+	rec       *recorder
+	root      int  // O_PATH descriptor of the backing root
+	keepCache bool // let the kernel keep pages and listings across opens
+	orphans   orphans
 }
 
 // rel returns the node's path relative to the backing root, and false
-// if the node has no name (deleted, not kept aside).
+// if the node has no name (deleted, not kept aside). It walks go-fuse's
+// parents; a parentless ancestor contributes where it was moved to.
 func (n *Node) rel() (string, bool) {
-	if n.IsRoot() {
-		return "", true
-	}
-	if _, parent := n.Parent(); parent == nil {
-		if p := n.asidePath.Load(); p != nil {
-			return *p, true
+	var segs []string
+	cur := n.EmbeddedInode()
+	for !cur.IsRoot() {
+		name, parent := cur.Parent()
+		if parent == nil {
+			cn, ok := cur.Operations().(*Node)
+			if !ok {
+				return "", false
+			}
+			p := cn.movedTo.Load()
+			if p == nil {
+				return "", false
+			}
+			segs = append(segs, *p)
+			break
 		}
-		return "", false
+		segs = append(segs, name)
+		cur = parent
 	}
-	return n.Path(n.Root()), true
+	for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
+		segs[i], segs[j] = segs[j], segs[i]
+	}
+	return strings.Join(segs, "/"), true
 }
 
 // abs returns the backing path for a backing-relative path.
@@ -80,6 +105,16 @@ func (n *Node) dirChange(c *change) error {
 	return c.dirent(n.StableAttr().Ino, n.abs(dir), dir)
 }
 
+// openFlags are the FOPEN flags of an open file: the kernel keeps the
+// file's pages across opens, since every write reaches it through this
+// mount (a rollback invalidates what it rewrites).
+func (n *Node) openFlags(fl uint32) uint32 {
+	if n.fs.keepCache {
+		fl |= fuse.FOPEN_KEEP_CACHE
+	}
+	return fl
+}
+
 // hidden reports whether name in n is cowfs's private directory, which
 // the workspace's view does not show and cannot touch.
 func (n *Node) hidden(name string) bool {
@@ -100,7 +135,7 @@ func (n *Node) childNode(name string) *Node {
 // so the workspace sees the count it would see without cowfs: an open
 // file that was deleted has no links.
 func (n *Node) fixNlink(a *fuse.Attr) {
-	if k := n.rec.aside.Links(a.Ino); k > 0 {
+	if k := n.fs.rec.aside.Links(a.Ino); k > 0 {
 		a.Nlink -= min(k, a.Nlink)
 	}
 }
@@ -111,43 +146,41 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if n.hidden(name) {
 		return nil, syscall.ENOENT
 	}
+	old := n.GetChild(name)
 	ch, e := n.LoopbackNode.Lookup(ctx, name, out)
-	if e == 0 {
-		n.fixNlink(&out.Attr)
+	if e != 0 {
+		return nil, e
 	}
-	return ch, e
-}
-
-var _ = (gofs.NodeGetattrer)((*Node)(nil))
-
-func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	e := n.LoopbackNode.Getattr(ctx, f, out)
-	if e == 0 {
-		n.fixNlink(&out.Attr)
+	n.fixNlink(&out.Attr)
+	if old != nil && old != ch && old.StableAttr() == ch.StableAttr() {
+		// The same inode, known to go-fuse by an object the kernel has
+		// forgotten but go-fuse kept, because it still has children
+		// (which the kernel may use). A fresh object would leave those
+		// children under a parent whose name go-fuse then gives to the
+		// fresh one: their paths would go stale. Reviving the old
+		// object keeps one object per inode.
+		ch = old
 	}
-	return e
-}
-
-var _ = (gofs.NodeStatxer)((*Node)(nil))
-
-func (n *Node) Statx(ctx context.Context, f gofs.FileHandle, flags, mask uint32, out *fuse.StatxOut) syscall.Errno {
-	e := n.LoopbackNode.Statx(ctx, f, flags, mask, out)
-	if e == 0 {
-		if k := n.rec.aside.Links(out.Ino); k > 0 {
-			out.Nlink -= min(k, out.Nlink)
-		}
-	}
-	return e
+	return ch, 0
 }
 
 var _ = (gofs.NodeOpendirHandler)((*Node)(nil))
 
+// OpendirHandle lets the kernel cache listings (FOPEN_CACHE_DIR): it
+// drops the cache itself when an entry changes through the mount, and a
+// rollback invalidates the directories it changes.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	fh, fl, e := n.LoopbackNode.OpendirHandle(ctx, flags)
-	if e != 0 || !n.IsRoot() {
+	if e != 0 {
 		return fh, fl, e
 	}
-	return &hidingDir{fh}, fl, 0
+	if n.fs.keepCache {
+		fl |= fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	}
+	if n.IsRoot() {
+		fh = &hidingDir{fh}
+	}
+	return fh, fl, 0
 }
 
 // hidingDir is the root directory's listing without cowfs's private

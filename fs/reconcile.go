@@ -27,13 +27,23 @@ type invalidations struct {
 
 // node returns the inode go-fuse knows at a backing-relative path, or
 // nil if the kernel has never looked it up (then it caches nothing of
-// it either).
+// it either). The path may lead through a parentless node (orphans.go).
 func (m *Mount) node(p string) *gofs.Inode {
-	n := m.root.EmbeddedInode()
-	if p == "" {
+	if n := walk(m.root.EmbeddedInode(), p); n != nil {
 		return n
 	}
-	for _, name := range strings.Split(p, "/") {
+	if o, rest := m.root.fs.orphans.under(p); o != nil {
+		return walk(o.EmbeddedInode(), rest)
+	}
+	return nil
+}
+
+// walk follows the names of rel down from n.
+func walk(n *gofs.Inode, rel string) *gofs.Inode {
+	if rel == "" {
+		return n
+	}
+	for _, name := range strings.Split(rel, "/") {
 		if n = n.GetChild(name); n == nil {
 			return nil
 		}
@@ -79,45 +89,108 @@ func (m *Mount) queueContent(n *gofs.Inode) {
 
 func inAside(p string) bool { return p == aside.Dir || strings.HasPrefix(p, aside.Dir+"/") }
 
-// Moved records that from was renamed to to.
-func (m *Mount) Moved(from, to string) {
+// Moved records that from (identity ino, linked if it has other names)
+// was renamed to to. go-fuse's tree follows: the node moves under its
+// new parent if go-fuse knows that directory, or becomes parentless and
+// remembers where it went (orphans.go); parentless nodes beneath from
+// follow it too.
+func (m *Mount) Moved(from, to string, ino uint64, linked bool) {
 	fdir, fname := m.parent(from)
 	tdir, tname := m.parent(to)
+	if inAside(from) {
+		fdir = nil
+	}
 	if inAside(to) {
-		// Out of the view; a node still open keeps a name for records.
-		if ch := m.node(from); ch != nil {
-			if n, ok := ch.Operations().(*Node); ok {
-				n.asidePath.Store(&to)
-			}
-		}
+		tdir = nil
 	}
-	switch {
-	case fdir != nil && tdir != nil && !inAside(from) && !inAside(to):
+	known := m.node(from)
+	if inAside(from) {
+		known = nil
+	}
+	m.changedInode(known, ino, linked) // its times, and link count
+	m.root.fs.orphans.moved(from, to)
+	if known != nil && fdir != nil && tdir != nil {
 		fdir.MvChild(fname, tdir, tname, true)
-	case fdir != nil && !inAside(from):
-		fdir.RmChild(fname)
+	} else {
+		m.put(m.detach(from), to)
 	}
-	if !inAside(from) {
-		m.queueEntry(fdir, fname)
-	}
-	if !inAside(to) {
-		m.queueEntry(tdir, tname)
-	}
+	m.queueEntry(fdir, fname)
+	m.queueEntry(tdir, tname)
 }
 
 // Exchanged records that a and b were exchanged.
 func (m *Mount) Exchanged(a, b string) {
 	adir, aname := m.parent(a)
 	bdir, bname := m.parent(b)
-	if adir != nil && bdir != nil {
-		adir.ExchangeChild(aname, bdir, bname)
-	}
+	m.queueContent(m.node(a))
+	m.queueContent(m.node(b))
+	na, nb := m.detach(a), m.detach(b)
+	m.put(na, b)
+	m.put(nb, a)
 	m.queueEntry(adir, aname)
 	m.queueEntry(bdir, bname)
 }
 
-// Changed records that p's content or attributes changed in place.
-func (m *Mount) Changed(p string) { m.queueContent(m.node(p)) }
+// detach takes the node at p out of go-fuse's tree (or out of the
+// orphans), if go-fuse knows it.
+func (m *Mount) detach(p string) *Node {
+	if dir, name := m.parent(p); dir != nil && !inAside(p) {
+		if ch := dir.GetChild(name); ch != nil {
+			n, _ := ch.Operations().(*Node)
+			dir.RmChild(name)
+			if n != nil {
+				return n
+			}
+		}
+	}
+	return m.root.fs.orphans.take(p)
+}
+
+// put places n at p: under p's directory if go-fuse knows it, else as a
+// parentless node that remembers p.
+func (m *Mount) put(n *Node, p string) {
+	if n == nil {
+		return
+	}
+	if dir, name := m.parent(p); dir != nil && !inAside(p) {
+		dir.AddChild(name, n.EmbeddedInode(), true)
+		return
+	}
+	m.root.fs.orphans.place(n, p)
+}
+
+// Changed records that p (identity ino, linked if it has other names)
+// changed in place.
+func (m *Mount) Changed(p string, ino uint64, linked bool) {
+	m.changedInode(m.node(p), ino, linked)
+}
+
+// changedInode queues the invalidation of inode ino, known to go-fuse
+// as n if n is not nil. An inode with other names go-fuse may know only
+// by one of those: then the tree is searched, which is rare enough
+// (hard links, in a rollback) to cost what it costs.
+func (m *Mount) changedInode(n *gofs.Inode, ino uint64, linked bool) {
+	if n == nil && linked {
+		n = findIno(m.root.EmbeddedInode(), ino, map[*gofs.Inode]bool{})
+	}
+	m.queueContent(n)
+}
+
+// findIno searches the known tree beneath dir for inode ino.
+func findIno(dir *gofs.Inode, ino uint64, seen map[*gofs.Inode]bool) *gofs.Inode {
+	seen[dir] = true
+	for _, ch := range dir.Children() {
+		if ch.StableAttr().Ino == ino {
+			return ch
+		}
+		if ch.IsDir() && !seen[ch] {
+			if n := findIno(ch, ino, seen); n != nil {
+				return n
+			}
+		}
+	}
+	return nil
+}
 
 // Flush tells the kernel to forget what the changes recorded since the
 // last Flush made stale. The caller must not hold the journal's gate.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -57,16 +58,45 @@ func newRecorder(j *journal.Journal, a *aside.Area, log *slog.Logger) *recorder 
 type change struct {
 	r      *recorder
 	g      journal.Gate
-	caller journal.Caller
+	caller *who
+}
+
+// who is the process behind a request. FUSE reports the calling thread;
+// the process and its command name are looked up in /proc only when a
+// record needs them, which most requests (writes to new files, say)
+// never do.
+type who struct {
+	once sync.Once
+	raw  journal.Caller // Pid is the thread id
+	res  journal.Caller
+}
+
+func whoOf(ctx context.Context) *who {
+	w := &who{}
+	if fc, ok := fuse.FromContext(ctx); ok {
+		w.raw = journal.Caller{Pid: fc.Pid, Uid: fc.Uid, Gid: fc.Gid}
+	}
+	return w
+}
+
+// get returns the process, resolved at the first call.
+func (w *who) get() journal.Caller {
+	w.once.Do(func() {
+		w.res = w.raw
+		if w.raw.Pid != 0 {
+			w.res.Pid, w.res.Comm = process(w.raw.Pid)
+		}
+	})
+	return w.res
 }
 
 // begin opens a change for the request in ctx. opener names who opened
 // the file handle the request came through, if any: the kernel sends
 // writeback and mmap flushes with pid 0, and those belong to the opener.
-func (r *recorder) begin(ctx context.Context, opener *journal.Caller) *change {
-	c := &change{r: r, g: r.j.Enter(), caller: callerOf(ctx)}
-	if c.caller.Pid == 0 && opener != nil {
-		c.caller = *opener
+func (r *recorder) begin(ctx context.Context, opener *who) *change {
+	c := &change{r: r, g: r.j.Enter(), caller: whoOf(ctx)}
+	if c.caller.raw.Pid == 0 && opener != nil {
+		c.caller = opener
 	}
 	return c
 }
@@ -79,7 +109,7 @@ func (c *change) end() { c.g.Leave() }
 // for KindData — before the operation that needs it. The operation must
 // not be performed if record fails: fail closed, never unrecorded.
 func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
-	rec.Caller = c.caller
+	rec.Caller = c.caller.get()
 	if err := c.r.j.Append(c.g, rec, src); err != nil {
 		c.r.log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)
 		return err
@@ -197,23 +227,45 @@ func attrOf(st *syscall.Stat_t) journal.Attr {
 	}
 }
 
-// callerOf returns the process that made the request in ctx.
-func callerOf(ctx context.Context) journal.Caller {
-	fc, ok := fuse.FromContext(ctx)
-	if !ok {
-		return journal.Caller{}
-	}
-	c := journal.Caller{Pid: fc.Pid, Uid: fc.Uid, Gid: fc.Gid}
-	if c.Pid != 0 {
-		c.Pid, c.Comm = process(c.Pid)
-	}
-	return c
+// processes caches process() for a moment: a command making many
+// changes in a row (rm -rf, tar) is looked up once, not for every
+// change. An exec within processTTL of a change may be attributed to
+// the command it replaced.
+var processes = struct {
+	sync.Mutex
+	m map[uint32]processEntry
+}{m: map[uint32]processEntry{}}
+
+type processEntry struct {
+	pid  uint32
+	comm string
+	at   time.Time
 }
+
+const processTTL = 100 * time.Millisecond
 
 // process returns the process (thread group) of thread tid — FUSE
 // reports the calling thread — and its command name, /proc/PID/comm at
-// the time of the request.
+// the time of the request (give or take processTTL).
 func process(tid uint32) (uint32, string) {
+	now := time.Now()
+	processes.Lock()
+	e, ok := processes.m[tid]
+	processes.Unlock()
+	if ok && now.Sub(e.at) < processTTL {
+		return e.pid, e.comm
+	}
+	pid, comm := readProcess(tid)
+	processes.Lock()
+	if len(processes.m) > 4096 {
+		processes.m = map[uint32]processEntry{}
+	}
+	processes.m[tid] = processEntry{pid, comm, now}
+	processes.Unlock()
+	return pid, comm
+}
+
+func readProcess(tid uint32) (uint32, string) {
 	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
 		return tid, ""

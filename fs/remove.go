@@ -40,7 +40,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	if !ok {
 		return syscall.ENOENT
 	}
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 
 	var st syscall.Stat_t
@@ -72,7 +72,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 
 	rec := &journal.Record{Kind: journal.KindRemove, Path: rel, Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(&st)}
 	if !created {
-		rec.Aside = n.rec.aside.NewName()
+		rec.Aside = n.fs.rec.aside.NewName()
 	}
 	if err := c.record(rec, nil); err != nil {
 		return errno(err)
@@ -80,7 +80,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	var err error
 	switch {
 	case !created:
-		err = n.rec.aside.MoveIn(abs, rec.Aside, &st)
+		err = n.fs.rec.aside.MoveIn(abs, rec.Aside, &st)
 	case dir:
 		err = syscall.Rmdir(abs)
 	default:
@@ -91,8 +91,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 		return errno(err)
 	}
 	if ch := n.childNode(name); ch != nil && !created {
-		p := n.rec.aside.Path(rec.Aside)
-		ch.asidePath.Store(&p)
+		n.fs.orphans.place(ch, n.fs.rec.aside.Path(rec.Aside))
 	}
 	return 0
 }

@@ -36,7 +36,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 
 	var st1, st2 syscall.Stat_t
@@ -70,7 +70,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		// was new in this epoch and goes for good.
 		rec.Ino2 = n.idOf(&st2)
 		if !created {
-			rec.Aside, rec.Attr = n.rec.aside.NewName(), attrOf(&st2)
+			rec.Aside, rec.Attr = n.fs.rec.aside.NewName(), attrOf(&st2)
 		}
 	}
 	if err := n.dirChange(c); err != nil {
@@ -84,7 +84,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if err := c.record(rec, nil); err != nil {
 		return errno(err)
 	}
-	a := n.rec.aside
+	a := n.fs.rec.aside
 	if rec.Aside != "" {
 		var err error
 		if targetIsDir {
@@ -110,8 +110,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return errno(err)
 	}
 	if old := np.childNode(newName); old != nil && rec.Aside != "" {
-		p := a.Path(rec.Aside)
-		old.asidePath.Store(&p)
+		n.fs.orphans.place(old, a.Path(rec.Aside))
 	}
 	return 0
 }

@@ -20,11 +20,11 @@ var _ = (gofs.NodeSetattrer)((*Node)(nil))
 // size=0.
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	f, _ := fh.(*file)
-	var opener *journal.Caller
+	var opener *who
 	if f != nil {
-		opener = &f.opener
+		opener = f.opener
 	}
-	c := n.rec.begin(ctx, opener)
+	c := n.fs.rec.begin(ctx, opener)
 	defer c.end()
 
 	cause := journal.CauseTimes
@@ -44,16 +44,37 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		return errno(err)
 	}
 	e := n.LoopbackNode.Setattr(ctx, fh, in, out)
-	if e == 0 {
-		n.fixNlink(&out.Attr)
+	if e != 0 {
+		return e
 	}
-	return e
+	if _, setsMode := in.GetMode(); in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && !setsMode {
+		if mode, kill := withoutSetID(out.Mode); kill && c.caller.raw.Uid != 0 {
+			if err := n.chmodSetID(f, mode); err != nil {
+				return errno(err)
+			}
+			out.Mode = out.Mode&syscall.S_IFMT | mode
+		}
+	}
+	n.fixNlink(&out.Attr)
+	return 0
+}
+
+// chmodSetID sets n's mode through f if open, else through its path.
+func (n *Node) chmodSetID(f *file, mode uint32) error {
+	if f != nil {
+		return unix.Fchmod(f.fd, mode)
+	}
+	rel, ok := n.rel()
+	if !ok {
+		return nil
+	}
+	return unix.Chmod(n.abs(rel), mode)
 }
 
 var _ = (gofs.NodeSetxattrer)((*Node)(nil))
 
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	if err := n.beforeXattr(c, attr); err != nil {
 		return errno(err)
@@ -64,7 +85,7 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 var _ = (gofs.NodeRemovexattrer)((*Node)(nil))
 
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	c := n.rec.begin(ctx, nil)
+	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	if err := n.beforeXattr(c, attr); err != nil {
 		return errno(err)

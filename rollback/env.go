@@ -25,8 +25,11 @@ type Env struct {
 // exclusively, so it must not wait for FUSE requests (the kernel may be
 // holding locks for one that waits for the gate): it updates its own
 // state at once and defers talking to the kernel.
+//
+// An inode with several names (linked) changes under all of them: its
+// identity is given, since the mount may know it by another name.
 type Observer interface {
-	Moved(from, to string) // renamed (either may be in the aside area)
-	Exchanged(a, b string) // RENAME_EXCHANGE
-	Changed(path string)   // content or attributes changed in place
+	Moved(from, to string, ino uint64, linked bool) // renamed (either may be in the aside area)
+	Exchanged(a, b string)                          // RENAME_EXCHANGE
+	Changed(path string, ino uint64, linked bool)   // content or attributes changed in place
 }

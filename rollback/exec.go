@@ -131,7 +131,7 @@ func (x *executor) rename(from, to string, flags uint, st *unix.Stat_t) error {
 		if flags&unix.RENAME_EXCHANGE != 0 {
 			o.Exchanged(from, to)
 		} else {
-			o.Moved(from, to)
+			o.Moved(from, to, journal.InodeID(st.Dev, st.Ino, x.env.RootDev), st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
 		}
 	}
 	return nil
@@ -312,7 +312,7 @@ func (x *executor) attr(s *Step) error {
 	if err := x.env.Tree.SetAttr(s.Path, a.Mode, a.Uid, a.Gid, a.Atime, a.Mtime, typ == syscall.S_IFLNK); err != nil {
 		return err
 	}
-	x.changed(s.Path)
+	x.changed(s.Path, s.Ino, st)
 	return nil
 }
 
@@ -345,7 +345,7 @@ func (x *executor) data(s *Step) error {
 	if err != nil {
 		return err
 	}
-	x.changed(s.Path)
+	x.changed(s.Path, s.Ino, st)
 	return nil
 }
 
@@ -365,12 +365,12 @@ func (x *executor) xattr(s *Step) error {
 	if err := x.env.Tree.Setxattr(s.Path, r.XattrName, r.XattrValue, r.XattrExisted); err != nil {
 		return err
 	}
-	x.changed(s.Path)
+	x.changed(s.Path, s.Ino, st)
 	return nil
 }
 
-func (x *executor) changed(p string) {
+func (x *executor) changed(p string, ino uint64, st *unix.Stat_t) {
 	if o := x.env.Observer; o != nil {
-		o.Changed(p)
+		o.Changed(p, ino, st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
 	}
 }

@@ -29,6 +29,8 @@ type Options struct {
 	Logger     *slog.Logger
 	Debug      bool // log every FUSE request
 	Version    string
+	// CacheTimeout bounds the kernel's caching (see fs.Config).
+	CacheTimeout time.Duration
 }
 
 // Daemon serves one mounted workspace.
@@ -145,6 +147,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	d.mount, err = fs.New(fs.Config{
 		Backing: backing, Mountpoint: mnt, FsName: ws,
 		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
+		CacheTimeout: opts.CacheTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Errors a mount can fail with before anything is mounted.
@@ -76,9 +77,23 @@ func unescape(s string) string {
 
 // clearStale unmounts a FUSE mount at path whose daemon died (the kernel
 // answers ENOTCONN), saying so. It reports whether it cleared one.
+//
+// It asks with statfs, which the kernel always passes to the daemon: a
+// stat could be answered from the kernel's attribute cache. A daemon
+// that hangs rather than died would make statfs wait forever, so it is
+// given a few seconds.
 func clearStale(path string, log *slog.Logger) (bool, error) {
-	var st syscall.Stat_t
-	err := syscall.Stat(path, &st)
+	done := make(chan error, 1)
+	go func() {
+		var st syscall.Statfs_t
+		done <- syscall.Statfs(path, &st)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Second):
+		return false, fmt.Errorf("the filesystem at %s does not answer; its daemon hangs (umount -l %s, or write 1 to /sys/fs/fuse/connections/*/abort)", path, path)
+	}
 	if !errors.Is(err, syscall.ENOTCONN) {
 		return false, nil
 	}

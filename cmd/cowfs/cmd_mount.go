@@ -12,9 +12,11 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/workspace"
 )
 
@@ -26,6 +28,7 @@ type mountOptions struct {
 	background bool
 	debug      bool
 	cpuProfile string
+	cache      time.Duration
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -58,6 +61,7 @@ A stale mount left by a daemon that was killed is cleared, with a warning.`,
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
+	f.DurationVar(&opts.cache, "cache-timeout", fs.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
 	return cmd
 }
@@ -86,6 +90,7 @@ func runMount(opts mountOptions, ws string) error {
 	d, err := workspace.Start(workspace.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, Sync: opts.sync, Logger: log, Debug: opts.debug, Version: version,
+		CacheTimeout: cacheTimeout(opts.cache),
 	})
 	if ready != nil {
 		reportReady(ready, d, err)
@@ -102,6 +107,15 @@ func runMount(opts mountOptions, ws string) error {
 		}
 	}()
 	return d.Wait()
+}
+
+// cacheTimeout turns the flag's value into fs.Config's: 0 there means
+// the default, negative none.
+func cacheTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // startReport is what a background daemon tells the command that started it.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,6 +115,9 @@ func (w *workspace) cowfsJSON(v any, args ...string) {
 func (w *workspace) mount(flags ...string) {
 	w.t.Helper()
 	args := append([]string{"mount", "--background"}, flags...)
+	if os.Getenv("COWFS_TEST_DEBUG") != "" {
+		args = append(args, "--debug") // every FUSE request in the daemon's log
+	}
 	if w.mnt != w.dir {
 		args = append(args, "--mountpoint", w.mnt)
 	}
@@ -173,6 +177,12 @@ func (w *workspace) cleanup() {
 	if w.t.Failed() {
 		// The daemons' logs say what they saw.
 		logs, _ := filepath.Glob(filepath.Join(w.state, "*", "daemon.log"))
+		if d := os.Getenv("COWFS_TEST_KEEP_LOGS"); d != "" {
+			for i, l := range logs {
+				b, _ := os.ReadFile(l)
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(w.t.Name(), "/", "_"), i)), b, 0o644)
+			}
+		}
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")

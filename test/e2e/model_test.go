@@ -366,4 +366,12 @@ func (m *model) dump(dir string) {
 		return nil
 	})
 	os.WriteFile(filepath.Join(dir, "records.log"), []byte(b.String()), 0o644)
+	var a strings.Builder
+	ents, _ := os.ReadDir(filepath.Join(m.w.dir, ".cowfs", "aside"))
+	for _, e := range ents {
+		var st syscall.Stat_t
+		syscall.Lstat(filepath.Join(m.w.dir, ".cowfs", "aside", e.Name()), &st)
+		fmt.Fprintf(&a, "%s ino=%d nlink=%d mode=%o\n", e.Name(), st.Ino, st.Nlink, st.Mode)
+	}
+	os.WriteFile(filepath.Join(dir, "aside.log"), []byte(a.String()), 0o644)
 }

@@ -1,0 +1,93 @@
+package fs
+
+import (
+	"strings"
+	"sync"
+)
+
+// go-fuse computes a node's path from the parents it knows. A node can
+// lose them all while the kernel still uses it: its last name was
+// removed while it was open (it lives on in the aside area), or a
+// rollback moved it under a directory go-fuse has not seen. Such a node
+// records where it is (Node.movedTo), and orphans indexes those nodes
+// by that path, so a later rollback move of the path (or of a directory
+// above it) can follow them, and put them back in go-fuse's tree when
+// their new parent is known. When the kernel looks such a node up again
+// at its new name, go-fuse gives it a parent and movedTo goes unused.
+//
+// Entries are dropped when taken, or, once go-fuse has forgotten the
+// node (it has no kernel reference and no parent), by prune. (go-fuse's
+// OnForget is not used: it can be called for a node still in use.)
+type orphans struct {
+	mu     sync.Mutex
+	at     map[string]*Node
+	placed int
+}
+
+// place records that n, parentless, lives at p.
+func (o *orphans) place(n *Node, p string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if old := n.movedTo.Load(); old != nil && o.at[*old] == n {
+		delete(o.at, *old)
+	}
+	n.movedTo.Store(&p)
+	if o.at == nil {
+		o.at = map[string]*Node{}
+	}
+	o.at[p] = n
+	if o.placed++; o.placed%4096 == 0 {
+		o.prune()
+	}
+}
+
+// prune drops the nodes go-fuse has forgotten. The caller holds o.mu.
+func (o *orphans) prune() {
+	for p, n := range o.at {
+		if n.Forgotten() {
+			delete(o.at, p)
+		}
+	}
+}
+
+// under returns the parentless node whose place is p or the nearest
+// directory above p, and the rest of p beneath it.
+func (o *orphans) under(p string) (*Node, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for q := p; ; {
+		if n := o.at[q]; n != nil {
+			return n, strings.TrimPrefix(p[len(q):], "/")
+		}
+		i := strings.LastIndexByte(q, '/')
+		if i < 0 {
+			return nil, ""
+		}
+		q = q[:i]
+	}
+}
+
+// take removes and returns the parentless node at p, if any.
+func (o *orphans) take(p string) *Node {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.at[p]
+	delete(o.at, p)
+	return n
+}
+
+// moved follows a rename of from to to for the parentless nodes beneath
+// from.
+func (o *orphans) moved(from, to string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	prefix := from + "/"
+	for p, n := range o.at {
+		if strings.HasPrefix(p, prefix) {
+			np := to + p[len(from):]
+			delete(o.at, p)
+			o.at[np] = n
+			n.movedTo.Store(&np)
+		}
+	}
+}
