@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+type measurement struct {
+	Suite    string  `json:"suite"`
+	Workload string  `json:"workload"`
+	Target   string  `json:"target"`
+	Run      int     `json:"run"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"` // s or MiB
+}
+
+type results struct {
+	Machine      string        `json:"machine"`
+	Quick        bool          `json:"quick"`
+	Runs         int           `json:"runs"`
+	Started      time.Time     `json:"started"`
+	Measurements []measurement `json:"measurements"`
+	Medians      []median      `json:"medians"`
+}
+
+type median struct {
+	Suite    string  `json:"suite"`
+	Workload string  `json:"workload"`
+	Target   string  `json:"target"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	// Ratio to native in the same run, for the fs suite.
+	Ratio float64 `json:"ratio_to_native,omitempty"`
+}
+
+func (r *results) add(suite, workload, target string, run int, v float64, unit string) {
+	r.Measurements = append(r.Measurements, measurement{suite, workload, target, run, v, unit})
+}
+
+// table collects the medians of a suite: its workloads and targets in
+// the order they were first measured.
+func (r *results) table(suite string) (workloads, targets []string, med map[[2]string]median) {
+	vals := map[[2]string][]float64{}
+	units := map[string]string{}
+	for _, m := range r.Measurements {
+		if m.Suite != suite {
+			continue
+		}
+		k := [2]string{m.Workload, m.Target}
+		if vals[k] == nil {
+			if !contains(workloads, m.Workload) {
+				workloads = append(workloads, m.Workload)
+			}
+			if !contains(targets, m.Target) {
+				targets = append(targets, m.Target)
+			}
+		}
+		vals[k] = append(vals[k], m.Value)
+		units[m.Workload] = m.Unit
+	}
+	med = map[[2]string]median{}
+	for k, vs := range vals {
+		sort.Float64s(vs)
+		med[k] = median{Suite: suite, Workload: k[0], Target: k[1], Value: vs[len(vs)/2], Unit: units[k[0]]}
+	}
+	for _, w := range workloads {
+		base, ok := med[[2]string{w, "native"}]
+		for _, t := range targets {
+			k := [2]string{w, t}
+			m, have := med[k]
+			if have && ok && base.Value > 0 && m.Unit == "s" {
+				m.Ratio = m.Value / base.Value
+				med[k] = m
+			}
+		}
+	}
+	return workloads, targets, med
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *results) print(w io.Writer) {
+	fmt.Fprintf(w, "\n%s; median of %d runs", r.Machine, r.Runs)
+	if r.Quick {
+		fmt.Fprint(w, " (-quick)")
+	}
+	fmt.Fprintln(w)
+	for _, suite := range []string{suiteFS, suiteTurns} {
+		workloads, targets, med := r.table(suite)
+		if len(workloads) == 0 {
+			continue
+		}
+		for _, wl := range workloads {
+			for _, t := range targets {
+				if m, ok := med[[2]string{wl, t}]; ok {
+					r.Medians = append(r.Medians, m)
+				}
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "| %s |", map[string]string{suiteFS: "workload", suiteTurns: "turns"}[suite])
+		for _, t := range targets {
+			fmt.Fprintf(w, " %s |", t)
+		}
+		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(targets)))
+		for _, wl := range workloads {
+			fmt.Fprintf(w, "| %s |", wl)
+			for _, t := range targets {
+				m, ok := med[[2]string{wl, t}]
+				switch {
+				case !ok:
+					fmt.Fprint(w, " – |")
+				case m.Unit == "MiB":
+					fmt.Fprintf(w, " %.0f MiB |", m.Value)
+				case m.Ratio != 0 && t != "native":
+					fmt.Fprintf(w, " %s (%.2f×) |", seconds(m.Value), m.Ratio)
+				default:
+					fmt.Fprintf(w, " %s |", seconds(m.Value))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func seconds(v float64) string {
+	switch {
+	case v < 0.01:
+		return fmt.Sprintf("%.2f ms", v*1000)
+	case v < 1:
+		return fmt.Sprintf("%.0f ms", v*1000)
+	}
+	return fmt.Sprintf("%.2f s", v)
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// target is a filesystem under test: it gives an empty directory to run
+// a workload in, and takes it down afterwards.
+type target interface {
+	name() string
+	// setup prepares an empty workspace in base and returns its path.
+	setup(base string) (string, error)
+	teardown() error
+	// daemon is the serving process's pid, or 0.
+	daemon() int
+}
+
+func targets(c *config) []target {
+	ts := []target{&native{}, &loopback{bin: c.loopback}}
+	if p, err := exec.LookPath("fuse-overlayfs"); err == nil {
+		ts = append(ts, &overlay{bin: p})
+	} else {
+		fmt.Println("fuse-overlayfs is not installed (apt-get install fuse-overlayfs): not measured")
+	}
+	return append(ts, &cowfs{bin: c.cowfs})
+}
+
+type native struct{}
+
+func (native) name() string { return "native" }
+func (native) setup(base string) (string, error) {
+	d := filepath.Join(base, "native")
+	return d, os.MkdirAll(d, 0o755)
+}
+func (native) teardown() error { return nil }
+func (native) daemon() int     { return 0 }
+
+// fuseTarget is a FUSE daemon started with a command line, mounted at
+// mnt, stopped by unmounting.
+type fuseTarget struct {
+	mnt string
+	cmd *exec.Cmd
+	pid int
+}
+
+func (f *fuseTarget) start(mnt string, name string, args ...string) error {
+	f.mnt = mnt
+	f.cmd = exec.Command(name, args...)
+	f.cmd.Stdout, f.cmd.Stderr = os.Stderr, os.Stderr
+	if err := f.cmd.Start(); err != nil {
+		return err
+	}
+	f.pid = f.cmd.Process.Pid
+	return waitMounted(mnt)
+}
+
+func (f *fuseTarget) teardown() error {
+	if f.mnt == "" {
+		return nil
+	}
+	err := unmount(f.mnt)
+	if f.cmd != nil {
+		f.cmd.Wait()
+	}
+	f.mnt = ""
+	return err
+}
+
+func (f *fuseTarget) daemon() int { return f.pid }
+
+// loopback is go-fuse's own example loopback, with the options cowfs
+// uses: direct mount, allow_other, default_permissions.
+type loopback struct {
+	fuseTarget
+	bin string
+}
+
+func (l *loopback) name() string { return "go-fuse loopback" }
+func (l *loopback) setup(base string) (string, error) {
+	orig, mnt := filepath.Join(base, "lb-orig"), filepath.Join(base, "lb")
+	os.MkdirAll(orig, 0o755)
+	os.MkdirAll(mnt, 0o755)
+	return mnt, l.start(mnt, l.bin, "-q", "-directmountstrict", "-allow-other", mnt, orig)
+}
+
+type overlay struct {
+	fuseTarget
+	bin string
+}
+
+func (o *overlay) name() string { return "fuse-overlayfs" }
+func (o *overlay) setup(base string) (string, error) {
+	dirs := map[string]string{}
+	for _, d := range []string{"lower", "upper", "work", "ovl"} {
+		dirs[d] = filepath.Join(base, d)
+		os.MkdirAll(dirs[d], 0o755)
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,allow_other", dirs["lower"], dirs["upper"], dirs["work"])
+	err := o.start(dirs["ovl"], o.bin, "-f", "-o", opts, dirs["ovl"])
+	return dirs["ovl"], err
+}
+
+// cowfs is cowfs with a turn open, as an agent harness runs it.
+type cowfs struct {
+	bin   string
+	state string
+	mnt   string
+	pid   int
+}
+
+func (c *cowfs) name() string { return "cowfs" }
+func (c *cowfs) setup(base string) (string, error) {
+	backing, mnt := filepath.Join(base, "cowfs-backing"), filepath.Join(base, "cowfs")
+	c.state, c.mnt = filepath.Join(base, "cowfs-state"), mnt
+	os.MkdirAll(backing, 0o755)
+	os.MkdirAll(mnt, 0o755)
+	if _, err := c.run("mount", "--background", "--mountpoint", mnt, backing); err != nil {
+		return "", err
+	}
+	out, err := c.run("-w", mnt, "status", "--json")
+	if err != nil {
+		return "", err
+	}
+	var st struct{ Pid int }
+	json.Unmarshal(out, &st)
+	c.pid = st.Pid
+	_, err = c.run("-w", mnt, "turn", "begin")
+	return mnt, err
+}
+
+func (c *cowfs) run(args ...string) ([]byte, error) {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(os.Environ(), "COWFS_STATE_DIR="+c.state)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out, fmt.Errorf("cowfs %v: %v: %s", args, err, ee.Stderr)
+		}
+		return out, fmt.Errorf("cowfs %v: %v", args, err)
+	}
+	return out, nil
+}
+
+func (c *cowfs) teardown() error {
+	if c.mnt == "" {
+		return nil
+	}
+	_, err := c.run("-w", c.mnt, "umount")
+	c.mnt = ""
+	return err
+}
+
+func (c *cowfs) daemon() int { return c.pid }
+
+// waitMounted waits until a FUSE filesystem is mounted at mnt.
+func waitMounted(mnt string) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if isMounted(mnt) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s was not mounted within 10 s", mnt)
+}
+
+// isMounted reports whether a filesystem is mounted at mnt: the
+// mountpoint's device differs from its parent directory's, or its
+// server is gone (ENOTCONN).
+func isMounted(mnt string) bool {
+	var st, parent syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return err == syscall.ENOTCONN
+	}
+	if syscall.Stat(filepath.Dir(mnt), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+func unmount(mnt string) error {
+	for i := 0; i < 50; i++ {
+		if err := syscall.Unmount(mnt, 0); err == nil || !isMounted(mnt) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return syscall.Unmount(mnt, syscall.MNT_DETACH)
+}
+
+// peakRSS returns the peak resident set of pid, in bytes.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
