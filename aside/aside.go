@@ -203,3 +203,25 @@ func (a *Area) Links(ino uint64) uint32 {
 	defer a.mu.Unlock()
 	return a.links[ino]
 }
+
+// Sweep frees every entry of the area that keep does not claim, and
+// returns how many it freed: what a crash left between forgetting the
+// records that named entries and freeing them. It must run before the
+// mount serves requests, when no new entry can appear.
+func (a *Area) Sweep(keep func(name string) bool) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(a.root, areaDir))
+	if err != nil {
+		return 0, fmt.Errorf("aside: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if keep(e.Name()) {
+			continue
+		}
+		if err := a.Drop(e.Name()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -256,10 +256,17 @@ func (j *Journal) forget(recs []*Record, dropAside func(string) error) error {
 // and their own records; records they skipped stay, as changes outside
 // a turn (they are still in effect, and no turn owns them). For a
 // record several rollbacks covered, the latest decides.
-func (j *Journal) Settle(dropAside func(string) error) error {
+//
+// It returns the aside names the forgotten records held, for the
+// caller to free when it likes: a rollback of a large tree keeps
+// thousands, and unlinking them should not hold up the turn that
+// begins. The records go first, so a crash before the names are freed
+// leaves entries no record names, which the daemon sweeps at start
+// (aside.Area.Sweep); never a record naming an entry that is gone.
+func (j *Journal) Settle() (asides []string, err error) {
 	rbs, err := j.Rollbacks()
 	if err != nil || len(rbs) == 0 {
-		return err
+		return nil, err
 	}
 	decided := map[uint64]bool{}
 	var drop, keep []*Record
@@ -267,7 +274,7 @@ func (j *Journal) Settle(dropAside func(string) error) error {
 	for i := len(rbs) - 1; i >= 0; i-- {
 		rb := rbs[i]
 		if rb.State != RollbackDone {
-			return fmt.Errorf("journal: rollback %d is %s; finish it first", rb.ID, rb.State)
+			return nil, fmt.Errorf("journal: rollback %d is %s; finish it first", rb.ID, rb.State)
 		}
 		skipped := map[uint64]bool{}
 		for _, s := range rb.Skipped {
@@ -287,7 +294,7 @@ func (j *Journal) Settle(dropAside func(string) error) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		turns = append(turns, rb.Reverted...)
 	}
@@ -317,9 +324,29 @@ func (j *Journal) Settle(dropAside func(string) error) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("journal: settle rollbacks: %w", err)
+		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
 	}
-	return j.forget(drop, dropAside)
+	if err := j.dropRecords(drop); err != nil {
+		return nil, err
+	}
+	for _, r := range drop {
+		if r.Aside != "" {
+			asides = append(asides, r.Aside)
+		}
+	}
+	return asides, nil
+}
+
+// AsideNames returns every aside name a record holds.
+func (j *Journal) AsideNames() (map[string]bool, error) {
+	names := map[string]bool{}
+	err := j.Scan(0, 0, false, func(r *Record) error {
+		if r.Aside != "" {
+			names[r.Aside] = true
+		}
+		return nil
+	})
+	return names, err
 }
 
 // Markers returns the rollback markers, oldest turn first.

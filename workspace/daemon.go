@@ -143,6 +143,9 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if err := d.j.Prune(d.area.Drop); err != nil {
 		return nil, err
 	}
+	if err := d.sweepAside(); err != nil {
+		return nil, err
+	}
 
 	d.mount, err = fs.New(fs.Config{
 		Backing: backing, Mountpoint: mnt, FsName: ws,
@@ -233,6 +236,10 @@ func (d *Daemon) Stop() {
 
 // release closes what Start opened, in reverse order.
 func (d *Daemon) release() {
+	// Wait for a prune or an aside free under way; later ones find the
+	// journal closed or the daemon stopping.
+	d.pruneMu.Lock()
+	defer d.pruneMu.Unlock()
 	if d.srv != nil {
 		d.srv.Close()
 	}
@@ -260,6 +267,36 @@ func (d *Daemon) prune() {
 	defer d.pruneMu.Unlock()
 	if err := d.j.Prune(d.area.Drop); err != nil && !errors.Is(err, journal.ErrClosed) {
 		d.log.Error("prune", "err", err)
+	}
+}
+
+// sweepAside frees aside entries no record names (see journal.Settle).
+func (d *Daemon) sweepAside() error {
+	names, err := d.j.AsideNames()
+	if err != nil {
+		return err
+	}
+	n, err := d.area.Sweep(func(name string) bool { return names[name] })
+	if n > 0 {
+		d.log.Info("freed aside entries no record names", "count", n)
+	}
+	return err
+}
+
+// freeAside frees aside entries the journal no longer names, in the
+// background, one batch at a time with prunes.
+func (d *Daemon) freeAside(names []string) {
+	d.pruneMu.Lock()
+	defer d.pruneMu.Unlock()
+	for _, name := range names {
+		select {
+		case <-d.stopping:
+			return // the next start sweeps the rest
+		default:
+		}
+		if err := d.area.Drop(name); err != nil {
+			d.log.Warn("freeing an aside entry", "name", name, "err", err)
+		}
 	}
 }
 

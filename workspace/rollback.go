@@ -97,8 +97,12 @@ func (d *Daemon) event(name string, res ctl.RollbackResult) {
 
 // settle makes pending rollbacks final as a turn begins.
 func (d *Daemon) settle() error {
-	if err := d.j.Settle(d.area.Drop); err != nil {
+	names, err := d.j.Settle()
+	if err != nil {
 		return fmt.Errorf("forgetting rolled-back turns: %w", err)
+	}
+	if len(names) > 0 {
+		go d.freeAside(names)
 	}
 	return nil
 }
