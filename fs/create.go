@@ -103,13 +103,21 @@ func (n *Node) createExisting(ctx context.Context, c *change, name string, flags
 var _ = (gofs.NodeMkdirer)((*Node)(nil))
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.make(ctx, name, syscall.S_IFDIR, func() (*gofs.Inode, syscall.Errno) {
+		return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	})
+}
+
+// make journals the creation of name, of type typ, then has mk create
+// it.
+func (n *Node) make(ctx context.Context, name string, typ uint32, mk func() (*gofs.Inode, syscall.Errno)) (*gofs.Inode, syscall.Errno) {
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	rec, e := n.newEntry(c, name, syscall.S_IFDIR, "")
+	rec, e := n.newEntry(c, name, typ, "")
 	if e != 0 {
 		return nil, e
 	}
-	ch, e := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, e := mk()
 	n.created(c, rec, ch, e)
 	return ch, e
 }
@@ -117,29 +125,17 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 var _ = (gofs.NodeMknoder)((*Node)(nil))
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	rec, e := n.newEntry(c, name, mode&syscall.S_IFMT, "")
-	if e != 0 {
-		return nil, e
-	}
-	ch, e := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
-	n.created(c, rec, ch, e)
-	return ch, e
+	return n.make(ctx, name, mode&syscall.S_IFMT, func() (*gofs.Inode, syscall.Errno) {
+		return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	})
 }
 
 var _ = (gofs.NodeSymlinker)((*Node)(nil))
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	rec, e := n.newEntry(c, name, syscall.S_IFLNK, "")
-	if e != 0 {
-		return nil, e
-	}
-	ch, e := n.LoopbackNode.Symlink(ctx, target, name, out)
-	n.created(c, rec, ch, e)
-	return ch, e
+	return n.make(ctx, name, syscall.S_IFLNK, func() (*gofs.Inode, syscall.Errno) {
+		return n.LoopbackNode.Symlink(ctx, target, name, out)
+	})
 }
 
 var _ = (gofs.NodeLinker)((*Node)(nil))

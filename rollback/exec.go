@@ -276,14 +276,21 @@ func (x *executor) record(seq uint64) (*journal.Record, error) {
 	return x.env.Journal.Record(seq)
 }
 
+// inPlace returns the record an in-place step undoes and the stat of
+// the inode it changes, which must be at the step's path.
+func (x *executor) inPlace(s *Step) (*journal.Record, *unix.Stat_t, error) {
+	r, err := x.record(s.Seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := x.holds(s.Path, s.Ino)
+	return r, st, err
+}
+
 // attr puts attributes back: size (the bytes cut off are journaled
 // first), owner, mode and times.
 func (x *executor) attr(s *Step) error {
-	r, err := x.record(s.Seq)
-	if err != nil {
-		return err
-	}
-	st, err := x.holds(s.Path, s.Ino)
+	r, st, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
@@ -319,11 +326,7 @@ func (x *executor) attr(s *Step) error {
 // data puts overwritten bytes back; the bytes it overwrites in turn are
 // journaled first.
 func (x *executor) data(s *Step) error {
-	r, err := x.record(s.Seq)
-	if err != nil {
-		return err
-	}
-	st, err := x.holds(s.Path, s.Ino)
+	r, st, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
@@ -351,11 +354,7 @@ func (x *executor) data(s *Step) error {
 
 // xattr puts an extended attribute's old value back, or removes it.
 func (x *executor) xattr(s *Step) error {
-	r, err := x.record(s.Seq)
-	if err != nil {
-		return err
-	}
-	st, err := x.holds(s.Path, s.Ino)
+	r, st, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
