@@ -43,26 +43,33 @@ func (e skipError) Error() string {
 func (x *executor) run(plan *Plan) {
 	x.reasons = map[string]string{}
 	for i := range plan.Steps {
-		s := &plan.Steps[i]
-		if s.Skip != "" || s.Op == "" {
-			continue
-		}
-		if err := x.step(s); err != nil {
-			var se skipError
-			reason := err.Error()
-			if errors.As(err, &se) {
-				reason = se.reason
-			}
-			if x.env.Log != nil {
-				x.env.Log.Warn("rollback step skipped", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
-					"ino", s.Ino, "ino2", s.Ino2, "why", err)
-			}
-			x.skipped = append(x.skipped, s.Seq)
-			for _, p := range []string{s.Path, s.Path2} {
-				if p != "" && !inAside(p) && x.reasons[p] == "" {
-					x.reasons[p] = reason
-				}
-			}
+		x.do(&plan.Steps[i])
+	}
+}
+
+// do runs step s unless the plan skips it, and notes why it could not
+// run if it could not.
+func (x *executor) do(s *Step) {
+	if s.Skip != "" || s.Op == "" {
+		return
+	}
+	err := x.step(s)
+	if err == nil {
+		return
+	}
+	var se skipError
+	reason := err.Error()
+	if errors.As(err, &se) {
+		reason = se.reason
+	}
+	if x.env.Log != nil {
+		x.env.Log.Warn("rollback step skipped", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
+			"ino", s.Ino, "ino2", s.Ino2, "why", err)
+	}
+	x.skipped = append(x.skipped, s.Seq)
+	for _, p := range []string{s.Path, s.Path2} {
+		if p != "" && !inAside(p) && x.reasons[p] == "" {
+			x.reasons[p] = reason
 		}
 	}
 }
@@ -70,6 +77,9 @@ func (x *executor) run(plan *Plan) {
 func (x *executor) step(s *Step) error {
 	switch s.Op {
 	case opRemove:
+		if len(s.Covers) > 0 {
+			return x.removeTree(s)
+		}
 		return x.remove(s)
 	case opRecover:
 		return x.recover(s)
@@ -140,14 +150,12 @@ func (x *executor) rename(from, to string, flags uint, st *unix.Stat_t) error {
 // remove undoes a creation: the object goes aside, where unrevert can
 // find it.
 func (x *executor) remove(s *Step) error {
-	name := x.names + fmt.Sprint(s.Seq)
-	ap := aside.Prefix + name
 	st, id, ok, err := x.stat(s.Path)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		if _, aid, aok, _ := x.stat(ap); aok && aid == s.Ino {
+		if _, aid, aok, _ := x.stat(aside.Prefix + x.asideName(s)); aok && aid == s.Ino {
 			return nil // done before a crash
 		}
 		return skipError{reason: reasonMismatch}
@@ -164,6 +172,13 @@ func (x *executor) remove(s *Step) error {
 			return skipError{reason: reasonNotEmpty}
 		}
 	}
+	return x.putAside(s, st, id)
+}
+
+// putAside moves what s created (stat st, identity id) aside, journaled
+// first.
+func (x *executor) putAside(s *Step, st *unix.Stat_t, id uint64) error {
+	name := x.asideName(s)
 	if err := x.log.dirent(s.Path); err != nil {
 		return err
 	}
@@ -172,8 +187,11 @@ func (x *executor) remove(s *Step) error {
 	if err := x.log.add(rec, nil); err != nil {
 		return err
 	}
-	return x.rename(s.Path, ap, unix.RENAME_NOREPLACE, st)
+	return x.rename(s.Path, aside.Prefix+name, unix.RENAME_NOREPLACE, st)
 }
+
+// asideName is the name in the aside area of what step s removes.
+func (x *executor) asideName(s *Step) string { return x.names + fmt.Sprint(s.Seq) }
 
 // recover undoes a removal: the inode kept aside comes back.
 func (x *executor) recover(s *Step) error {

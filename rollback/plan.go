@@ -36,6 +36,10 @@ type Step struct {
 	Aside string `json:"aside,omitempty"`
 	Dir   bool   `json:"dir,omitempty"` // opAttr: a directory's times after entry changes
 	Skip  string `json:"skip,omitempty"`
+	// Covers, on the opRemove of a directory, are the removes of what
+	// it holds, folded into it (trees.go): the directory goes aside
+	// whole, or, if it holds anything else, they run one by one first.
+	Covers []Step `json:"covers,omitempty"`
 }
 
 // Plan is a rollback (or an unrevert) worked out: the steps that undo
@@ -111,6 +115,7 @@ func (p *planner) build(recs []*journal.Record) (*Plan, error) {
 		}
 		now.undo(r)
 	}
+	foldTrees(pl)
 	return pl, nil
 }
 

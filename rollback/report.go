@@ -4,6 +4,8 @@ import (
 	"sort"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -126,6 +128,9 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 			a.Type = p.typeOf(e, recType)
 		}
 		out = append(out, a)
+		if a.Action == Recover && a.Type == syscall.S_IFDIR {
+			out = p.contents(out, path, e.loc, candidates)
+		}
 	}
 	// An object leaving one path and coming back at another is a
 	// rename undone.
@@ -135,6 +140,22 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// contents adds to out the entries a directory coming back whole from
+// loc brings to path with it (a tree a rollback moved aside in one
+// rename, trees.go), each recovered.
+func (p *planner) contents(out []PathAction, path, loc string, named map[string]uint32) []PathAction {
+	if !inAside(loc) {
+		return out
+	}
+	p.env.Tree.Walk(loc, func(sub string, st *unix.Stat_t) error {
+		if q := path + "/" + sub; named[q] == 0 { // a record's path is reported for itself
+			out = append(out, PathAction{Path: q, Action: Recover, Type: st.Mode & syscall.S_IFMT})
+		}
+		return nil
+	})
 	return out
 }
 

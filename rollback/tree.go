@@ -152,6 +152,51 @@ func (t *Tree) Empty(rel string) (bool, error) {
 	return false, err
 }
 
+// Walk calls fn with the path (relative to rel) and stat of every entry
+// beneath the directory rel, not rel itself, depth first. Each directory
+// is opened relative to the one holding it, with O_NOFOLLOW, so the walk
+// never leaves rel. An error from fn stops the walk and is returned.
+func (t *Tree) Walk(rel string, fn func(sub string, st *unix.Stat_t) error) error {
+	f, err := t.Open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return walkDir(f, "", fn)
+}
+
+func walkDir(dir *os.File, prefix string, fn func(sub string, st *unix.Stat_t) error) error {
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	dfd := int(dir.Fd())
+	for _, name := range names {
+		sub := prefix + name
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "stat", Path: sub, Err: err}
+		}
+		if err := fn(sub, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: sub, Err: err}
+		}
+		d := os.NewFile(uintptr(fd), sub)
+		err = walkDir(d, sub+"/", fn)
+		d.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SetAttr puts back the owner, mode and times of rel (a symlink keeps
 // its mode: Linux has none to set). Owner goes first: chown clears
 // set-id bits that the mode then restores.

@@ -14,7 +14,7 @@ import (
 
 // Errors a mount can fail with before anything is mounted.
 var (
-	ErrNoWorkspace    = errors.New("workspace does not exist")
+	ErrNoWorkspace    = errors.New("does not exist") // the workspace or the mountpoint
 	ErrAlreadyMounted = errors.New("workspace is already mounted by a live cowfs")
 )
 
@@ -108,7 +108,7 @@ func clearStale(path string, log *slog.Logger) (bool, error) {
 func checkDir(path, what string) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s", ErrNoWorkspace, path)
+		return fmt.Errorf("%s %s %w", what, path, ErrNoWorkspace)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)

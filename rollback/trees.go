@@ -1,0 +1,133 @@
+package rollback
+
+import (
+	"path"
+	"slices"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// A turn that created a tree (npm install, a build directory, an
+// unpacked archive) is undone by moving the tree's top directory aside
+// in one rename, with everything in it, rather than entry by entry: a
+// 10,000-file tree goes in one rename and one record instead of 10,000
+// of each, and unrevert brings it back the same way.
+//
+// The plan folds the removes beneath a directory into the directory's
+// own remove (Step.Covers) only when nothing else the plan does touches
+// the tree: every step on a path beneath it is a runnable remove, and
+// no rename or exchange runs between the first of them and the
+// directory's own step (so the paths they name stay where they are).
+// The executor still checks, when it gets there, that the directory
+// holds nothing but what those removes name, each inode with no other
+// name outside it (a hard link keeps its link count exact only when
+// moved aside by itself); otherwise it runs the folded steps one by one,
+// exactly as an unfolded plan would, and the directory's own step
+// after them.
+
+// foldTrees folds the removes beneath directories the plan removes
+// into the directories' steps.
+func foldTrees(pl *Plan) {
+	tops := map[string]int{} // directory -> index of its remove
+	for i, s := range pl.Steps {
+		if s.Op == opRemove && s.Skip == "" && s.Type == syscall.S_IFDIR && !inAside(s.Path) {
+			tops[s.Path] = i
+		}
+	}
+	if len(tops) == 0 {
+		return
+	}
+	under := map[string][]int{} // directory -> the removes beneath it
+	bad := map[string]bool{}
+	for i, s := range pl.Steps {
+		for _, p := range []string{s.Path, s.Path2} {
+			if p == "" {
+				continue
+			}
+			for d := path.Dir(p); d != "."; d = path.Dir(d) {
+				top, ok := tops[d]
+				switch {
+				case !ok:
+				case s.Op != opRemove || s.Skip != "" || i > top:
+					bad[d] = true
+				default:
+					under[d] = append(under[d], i)
+				}
+			}
+		}
+	}
+	folded := map[int]bool{}
+	for d, steps := range under {
+		if bad[d] || !outermost(d, tops, bad, under) {
+			continue
+		}
+		top := tops[d]
+		if slices.ContainsFunc(pl.Steps[steps[0]:top], func(s Step) bool { return s.Op == opRename || s.Op == opExchange }) {
+			continue
+		}
+		for _, i := range steps {
+			pl.Steps[top].Covers = append(pl.Steps[top].Covers, pl.Steps[i])
+			folded[i] = true
+		}
+	}
+	if len(folded) == 0 {
+		return
+	}
+	kept := pl.Steps[:0]
+	for i, s := range pl.Steps {
+		if !folded[i] {
+			kept = append(kept, s)
+		}
+	}
+	pl.Steps = kept
+}
+
+// outermost reports whether no directory above d is folded too.
+func outermost(d string, tops map[string]int, bad map[string]bool, under map[string][]int) bool {
+	for a := path.Dir(d); a != "."; a = path.Dir(a) {
+		if _, ok := tops[a]; ok && !bad[a] && len(under[a]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// removeTree runs a remove with folded steps: the whole tree goes aside
+// if it holds only what they name, else they run one by one.
+func (x *executor) removeTree(s *Step) error {
+	st, id, ok, err := x.stat(s.Path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return x.remove(s) // done before a crash, or a mismatch it reports
+	}
+	if id == s.Ino && x.holdsOnly(s) {
+		return x.putAside(s, st, id)
+	}
+	for i := range s.Covers {
+		x.do(&s.Covers[i])
+	}
+	return x.remove(s)
+}
+
+// holdsOnly reports whether the directory of s holds nothing but the
+// inodes its folded steps remove, none with a name outside it.
+func (x *executor) holdsOnly(s *Step) bool {
+	want := make(map[uint64]bool, len(s.Covers))
+	for _, c := range s.Covers {
+		want[c.Ino] = true
+	}
+	err := x.env.Tree.Walk(s.Path, func(_ string, st *unix.Stat_t) error {
+		if !want[journal.InodeID(st.Dev, st.Ino, x.env.RootDev)] || (st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+			return errForeign
+		}
+		return nil
+	})
+	return err == nil
+}
+
+var errForeign = skipError{reason: reasonNotEmpty}
