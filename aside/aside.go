@@ -54,9 +54,12 @@ type Area struct {
 	base    string // time component of new names
 	counter atomic.Uint64
 
-	mu    sync.Mutex
-	links map[uint64]uint32 // inode number -> names of it held aside
-	held  atomic.Int64      // len(links), for a lock-free fast path
+	mu       sync.Mutex
+	links    map[uint64]uint32 // inode number -> names of it held aside
+	held     atomic.Int64      // len(links), for a lock-free fast path
+	deferred map[string]bool   // entries Drop found in use
+
+	inUse atomic.Pointer[func(name string) bool]
 }
 
 // Open opens (creating if needed) the aside area under root and counts
@@ -154,8 +157,48 @@ func (a *Area) Removed(mode uint32, ino uint64) { a.count(mode, ino, -1) }
 // Prefix is the backing-relative path of the area, with a final slash.
 const Prefix = areaDir + "/"
 
-// Drop frees name for good. A name already gone is not an error.
+// SetInUse tells the area how to know an entry the kernel may still
+// use: an open file whose names were all removed lives on in its entry,
+// and freeing the entry would cut the file off from the process that
+// has it open.
+func (a *Area) SetInUse(inUse func(name string) bool) { a.inUse.Store(&inUse) }
+
+// Drop frees name for good; while it is in use (SetInUse), only once
+// FreeDeferred is called for it (or at the next start's Sweep). A name
+// already gone is not an error.
 func (a *Area) Drop(name string) error {
+	a.mu.Lock()
+	if f := a.inUse.Load(); f != nil && (*f)(name) {
+		if a.deferred == nil {
+			a.deferred = map[string]bool{}
+		}
+		a.deferred[name] = true
+		a.mu.Unlock()
+		return nil
+	}
+	a.mu.Unlock()
+	return a.drop(name)
+}
+
+// FreeDeferred frees name if Drop deferred it and it is no longer in
+// use.
+func (a *Area) FreeDeferred(name string) error {
+	a.mu.Lock()
+	free := a.deferred[name]
+	if f := a.inUse.Load(); free && f != nil && (*f)(name) {
+		free = false
+	}
+	if free {
+		delete(a.deferred, name)
+	}
+	a.mu.Unlock()
+	if !free {
+		return nil
+	}
+	return a.drop(name)
+}
+
+func (a *Area) drop(name string) error {
 	p, err := a.abs(name)
 	if err != nil {
 		return err
@@ -218,7 +261,7 @@ func (a *Area) Sweep(keep func(name string) bool) (int, error) {
 		if keep(e.Name()) {
 			continue
 		}
-		if err := a.Drop(e.Name()); err != nil {
+		if err := a.drop(e.Name()); err != nil {
 			return n, err
 		}
 		n++

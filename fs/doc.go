@@ -34,8 +34,8 @@
 // (see file). There is no writeback cache either, so every write
 // reaches the daemon as it happens; shared mmap pages arrive as WRITEs
 // with pid 0 when the kernel flushes them, which FlushWriteback forces
-// at turn boundaries. Writes with pid 0 are attributed to the process
-// that opened the file.
+// at turn boundaries. Opens are not seen at all (io.go); writes with
+// pid 0 are attributed to a process that maps the file.
 //
 // # The private directory
 //

@@ -17,6 +17,13 @@ import (
 // with a real journal, and unmounts it when the test ends.
 func testMount(t *testing.T) (mnt, backing string, j *journal.Journal) {
 	t.Helper()
+	mnt, backing, j, _ = testMountArea(t)
+	return mnt, backing, j
+}
+
+// testMountArea is testMount that also returns the aside area.
+func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *aside.Area) {
+	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		skip(t, "no /dev/fuse")
 	}
@@ -40,7 +47,7 @@ func testMount(t *testing.T) (mnt, backing string, j *journal.Journal) {
 			syscall.Unmount(mnt, syscall.MNT_DETACH)
 		}
 	})
-	return mnt, backing, j
+	return mnt, backing, j, a
 }
 
 // skip skips, unless COWFS_TEST_DISALLOW_SKIP is set (as in CI).
@@ -56,6 +63,15 @@ func skip(t *testing.T, why string) {
 // open so every change is journaled.
 func TestPosix(t *testing.T) {
 	for name, fn := range posixtest.All {
+		if name == "FcntlFlockLocksFile" {
+			// It wants a process's read lock on one descriptor to
+			// conflict with its write lock on another, which POSIX
+			// record locks do not do (they belong to the process; try
+			// it on ext4). go-fuse's loopback does it because it takes
+			// the locks in its own process. cowfs leaves locks to the
+			// kernel (io.go); TestLocks checks them.
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			mnt, _, j := testMount(t)
 			if _, err := j.BeginTurn("", "", time.Now()); err != nil {

@@ -107,10 +107,8 @@ func New(cfg Config) (*Mount, error) {
 			// write root's 0644 files.
 			Options:  []string{"default_permissions"},
 			MaxWrite: 1 << 20,
-			// fcntl and flock locks are taken on the backing files, so
-			// they also hold against processes using the backing
-			// directory directly.
-			EnableLocks: true,
+			// fcntl and flock locks are the kernel's (see io.go).
+			EnableLocks: false,
 			// See killpriv.go.
 			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 			Debug:             cfg.Debug,
@@ -122,6 +120,11 @@ func New(cfg Config) (*Mount, error) {
 		NullPermissions: true, // show modes as they are
 		Logger:          log.New(slogWriter{logger}, "", 0),
 	}
+	// An open file whose names were all removed is read and written
+	// through its aside entry (io.go): keep the entry while the kernel
+	// knows the node.
+	area := cfg.Aside
+	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
 	if err != nil {
 		unix.Close(rootFd)
@@ -129,6 +132,10 @@ func New(cfg Config) (*Mount, error) {
 			return nil, fmt.Errorf("%w: %v", ErrNotPermitted, err)
 		}
 		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	var mst syscall.Stat_t
+	if err := syscall.Stat(cfg.Mountpoint, &mst); err == nil {
+		root.fs.dev.Store(mst.Dev)
 	}
 	return &Mount{server: server, mountpoint: cfg.Mountpoint, root: root}, nil
 }

@@ -41,6 +41,7 @@ type filesystem struct {
 	root      int  // O_PATH descriptor of the backing root
 	keepCache bool // let the kernel keep pages and listings across opens
 	orphans   orphans
+	dev       atomic.Uint64 // the mount's device number, once mounted
 }
 
 // rel returns the node's path relative to the backing root, and false

@@ -67,6 +67,15 @@ func (o *orphans) under(p string) (*Node, string) {
 	}
 }
 
+// holds reports whether the node placed at p may still be in use: the
+// kernel has not forgotten it.
+func (o *orphans) holds(p string) bool {
+	o.mu.Lock()
+	n := o.at[p]
+	o.mu.Unlock()
+	return n != nil && !n.Forgotten()
+}
+
 // take removes and returns the parentless node at p, if any.
 func (o *orphans) take(p string) *Node {
 	o.mu.Lock()

@@ -69,6 +69,9 @@ type who struct {
 	once sync.Once
 	raw  journal.Caller // Pid is the thread id
 	res  journal.Caller
+	// find, if set, names the process behind a request with pid 0 (a
+	// flush of a shared mapping), or returns 0.
+	find func() uint32
 }
 
 func whoOf(ctx context.Context) *who {
@@ -83,16 +86,20 @@ func whoOf(ctx context.Context) *who {
 func (w *who) get() journal.Caller {
 	w.once.Do(func() {
 		w.res = w.raw
-		if w.raw.Pid != 0 {
-			w.res.Pid, w.res.Comm = process(w.raw.Pid)
+		if w.res.Pid == 0 && w.find != nil {
+			w.res.Pid = w.find()
+		}
+		if w.res.Pid != 0 {
+			w.res.Pid, w.res.Comm = process(w.res.Pid)
 		}
 	})
 	return w.res
 }
 
-// begin opens a change for the request in ctx. opener names who opened
-// the file handle the request came through, if any: the kernel sends
-// writeback and mmap flushes with pid 0, and those belong to the opener.
+// begin opens a change for the request in ctx. opener names who is
+// behind a request the kernel sends with pid 0 (a flush of a shared
+// mapping): the opener of its handle, or whoever maps the file
+// (Node.writer).
 func (r *recorder) begin(ctx context.Context, opener *who) *change {
 	c := &change{r: r, g: r.j.Enter(), caller: whoOf(ctx)}
 	if c.caller.raw.Pid == 0 && opener != nil {

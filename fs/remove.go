@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 
+	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -16,7 +18,8 @@ import (
 // rename back with content, attributes, xattrs and inode number intact.
 // The record naming the aside entry is journaled before the move. A
 // file created in the same epoch has no pre-image to keep (undo would
-// delete it anyway), so it is really removed. A directory always goes
+// delete it anyway), so it is really removed, once the kernel cannot
+// be using it any more (keptWhileUsed). A directory always goes
 // aside, even a new one: it costs no space, and undoing later changes
 // may need to move things back into it before its creation is undone.
 
@@ -70,17 +73,24 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	created := s.created && !isDir
 	s.mu.Unlock()
 
+	a := n.fs.rec.aside
+	ch := n.childNode(name)
 	rec := &journal.Record{Kind: journal.KindRemove, Path: rel, Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(&st)}
-	if !created {
-		rec.Aside = n.fs.rec.aside.NewName()
+	kept := ""
+	switch {
+	case !created:
+		rec.Aside = a.NewName()
+		kept = rec.Aside
+	case ch != nil:
+		kept = a.NewName() // see keptWhileUsed
 	}
 	if err := c.record(rec, nil); err != nil {
 		return errno(err)
 	}
 	var err error
 	switch {
-	case !created:
-		err = n.fs.rec.aside.MoveIn(abs, rec.Aside, &st)
+	case kept != "":
+		err = a.MoveIn(abs, kept, &st)
 	case dir:
 		err = syscall.Rmdir(abs)
 	default:
@@ -90,10 +100,43 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 		c.discard(rec)
 		return errno(err)
 	}
-	if ch := n.childNode(name); ch != nil && !created {
-		n.fs.orphans.place(ch, n.fs.rec.aside.Path(rec.Aside))
+	if ch != nil && kept != "" {
+		n.fs.orphans.place(ch, a.Path(kept))
+	}
+	if created && kept != "" {
+		n.keptWhileUsed(kept)
 	}
 	return 0
+}
+
+// keptWhileUsed lets go of aside entry name, which keeps a file created
+// in this epoch that the kernel still knows: undo does not need it, but
+// a process may have it open (opens are not seen, see io.go), and an
+// open file must stay usable after its last name goes. The entry is
+// freed once the kernel forgets the node (Node.OnForget).
+func (n *Node) keptWhileUsed(name string) {
+	if err := n.fs.rec.aside.Drop(name); err != nil {
+		n.fs.rec.log.Warn("freeing an aside entry", "name", name, "err", err)
+	}
+}
+
+var _ = (gofs.NodeOnForgetter)((*Node)(nil))
+
+// OnForget frees the aside entry that kept the node for the kernel, if
+// the entry was only waiting for that (aside.Area.Drop). go-fuse may
+// call it for a node still in use; FreeDeferred checks. It runs apart:
+// go-fuse holds its locks here, and the check takes them.
+func (n *Node) OnForget() {
+	p := n.movedTo.Load()
+	if p == nil || !strings.HasPrefix(*p, aside.Prefix) {
+		return
+	}
+	name := strings.TrimPrefix(*p, aside.Prefix)
+	go func() {
+		if err := n.fs.rec.aside.FreeDeferred(name); err != nil {
+			n.fs.rec.log.Warn("freeing an aside entry", "name", name, "err", err)
+		}
+	}()
 }
 
 // emptyDir reports whether the directory at path has no entries.

@@ -58,6 +58,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		Type: st1.Mode & syscall.S_IFMT, Ino: n.idOf(&st1)}
 
 	replace := exists && !exchange
+	kept := "" // aside entry of a replaced new file the kernel knows
 	targetIsDir := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	if replace {
 		if e := replaceable(&st1, &st2, abs2); e != 0 {
@@ -72,6 +73,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		if !created {
 			rec.Aside, rec.Attr = n.fs.rec.aside.NewName(), attrOf(&st2)
 		}
+		if created && np.childNode(newName) != nil {
+			kept = n.fs.rec.aside.NewName() // see keptWhileUsed
+		}
 	}
 	if err := n.dirChange(c); err != nil {
 		return errno(err)
@@ -85,12 +89,16 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return errno(err)
 	}
 	a := n.fs.rec.aside
-	if rec.Aside != "" {
+	keep := rec.Aside
+	if keep == "" {
+		keep = kept
+	}
+	if keep != "" {
 		var err error
 		if targetIsDir {
-			err = a.MoveIn(abs2, rec.Aside, &st2)
+			err = a.MoveIn(abs2, keep, &st2)
 		} else {
-			err = a.LinkIn(abs2, rec.Aside, &st2)
+			err = a.LinkIn(abs2, keep, &st2)
 		}
 		if err != nil {
 			c.discard(rec)
@@ -98,19 +106,22 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		}
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, abs1, unix.AT_FDCWD, abs2, uint(flags)); err != nil {
-		if rec.Aside != "" {
+		if keep != "" {
 			// Put the target back as it was; the rename never happened.
 			if targetIsDir {
-				a.MoveOut(rec.Aside, abs2, &st2)
+				a.MoveOut(keep, abs2, &st2)
 			} else {
-				a.Drop(rec.Aside)
+				a.Drop(keep)
 			}
 		}
 		c.discard(rec)
 		return errno(err)
 	}
-	if old := np.childNode(newName); old != nil && rec.Aside != "" {
-		n.fs.orphans.place(old, a.Path(rec.Aside))
+	if old := np.childNode(newName); old != nil && keep != "" {
+		n.fs.orphans.place(old, a.Path(keep))
+	}
+	if kept != "" {
+		n.keptWhileUsed(kept)
 	}
 	return 0
 }

@@ -19,12 +19,20 @@ var _ = (gofs.NodeSetattrer)((*Node)(nil))
 // `echo x > existing` arrives: OPEN without O_TRUNC, then SETATTR
 // size=0.
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	f, _ := fh.(*file)
-	var opener *who
-	if f != nil {
-		opener = f.opener
+	// Through a descriptor, not go-fuse's path of n, which is stale
+	// once n's names are gone (see ioFile). Symlinks and special files
+	// cannot be opened, nor stay in use once removed.
+	var f *file
+	if n.opensOwn() {
+		var done func()
+		var e syscall.Errno
+		if f, done, e = n.ioFile(fh, n.setattrFlags(in)); e != 0 {
+			return e
+		}
+		defer done()
+		fh = f
 	}
-	c := n.fs.rec.begin(ctx, opener)
+	c := n.fs.rec.begin(ctx, n.writer(f))
 	defer c.end()
 
 	cause := journal.CauseTimes
@@ -43,8 +51,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if err := n.beforeContent(c, f, lo, 1<<62, cause); err != nil {
 		return errno(err)
 	}
-	e := n.LoopbackNode.Setattr(ctx, fh, in, out)
-	if e != 0 {
+	if e := n.LoopbackNode.Setattr(ctx, fh, in, out); e != 0 {
 		return e
 	}
 	if _, setsMode := in.GetMode(); in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && !setsMode {

@@ -17,26 +17,6 @@ import (
 // journaled, as far as they existed when the epoch began and are not
 // journaled already; appends journal nothing but the first touch.
 
-var _ = (gofs.NodeOpener)((*Node)(nil))
-
-func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		c := n.fs.rec.begin(ctx, nil)
-		defer c.end()
-		return n.open(ctx, c, flags)
-	}
-	fh, e := n.openOwn(flags)
-	fl := uint32(0)
-	if e != 0 {
-		return nil, 0, e
-	}
-	f, err := wrapFile(fh, whoOf(ctx))
-	if err != nil {
-		return nil, 0, errno(err)
-	}
-	return f, n.openFlags(fl), 0
-}
-
 // open opens n within change c, journaling the content O_TRUNC is about
 // to cut off.
 func (n *Node) open(ctx context.Context, c *change, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
@@ -123,15 +103,16 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 }
 
 func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
-	f, ok := fh.(*file)
-	if !ok {
-		return 0, syscall.EBADF
+	f, done, e := n.ioFile(fh, syscall.O_WRONLY)
+	if e != 0 {
+		return 0, e
 	}
+	defer done()
 	var size int64
 	for _, d := range data {
 		size += int64(len(d))
 	}
-	c := n.fs.rec.begin(ctx, f.opener)
+	c := n.fs.rec.begin(ctx, n.writer(f))
 	defer c.end()
 	if err := n.beforeContent(c, f, off, off+size, journal.CauseWrite); err != nil {
 		return 0, errno(err)
@@ -146,11 +127,12 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 var _ = (gofs.NodeAllocater)((*Node)(nil))
 
 func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	f, ok := fh.(*file)
-	if !ok {
-		return syscall.EBADF
+	f, done, e := n.ioFile(fh, syscall.O_WRONLY)
+	if e != 0 {
+		return e
 	}
-	c := n.fs.rec.begin(ctx, f.opener)
+	defer done()
+	c := n.fs.rec.begin(ctx, n.writer(f))
 	defer c.end()
 	lo, hi := int64(off), int64(off+size)
 	switch {
@@ -171,8 +153,8 @@ var _ = (gofs.NodeFlusher)((*Node)(nil))
 
 // Flush declines: closing a loopback file has nothing to flush, and a
 // FUSE server that answers FLUSH with ENOSYS is not sent it again, which
-// saves a round trip on every close. (Locks are released with the
-// backing descriptor, on RELEASE.)
+// saves a round trip on every close. (Locks are
+// the kernel's; see io.go.)
 func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	return syscall.ENOSYS
 }

@@ -83,12 +83,13 @@ func TestEvents(t *testing.T) {
 		t.Errorf("change event: %+v, want created by sh pid %d in turn 1 step call-1", e, pid)
 	}
 	// A write through a shared mapping reaches the daemon with pid 0;
-	// it is attributed to the process that opened the file.
-	mmapWrite(t, w.path("m.bin"), 10, []byte("MMAP"))
+	// it is attributed to a process that maps the file.
+	unmap := mmapWrite(t, w.path("m.bin"), 10, []byte("MMAP"))
 	w.cowfs("turn", "end")
+	unmap()
 	e = f.waitFor(t, "mmap write", func(e ctl.Event) bool { return e.Type == ctl.EventChange && e.Path == "m.bin" })
 	if e.Pid != uint32(os.Getpid()) {
-		t.Errorf("mmap write attributed to pid %d (%s), want the opener %d", e.Pid, e.Command, os.Getpid())
+		t.Errorf("mmap write attributed to pid %d (%s), want the mapper %d", e.Pid, e.Command, os.Getpid())
 	}
 	end := f.waitFor(t, "turn_end", func(e ctl.Event) bool { return e.Type == ctl.EventTurnEnd && e.Turn == 1 })
 

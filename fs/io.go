@@ -1,0 +1,127 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Opens are not seen. Node.Open answers ENOSYS, and the kernel then stops
+// sending OPEN and RELEASE for files of the mount (FUSE's no_open):
+// opening and closing a file costs no round trip, and that round trip
+// is most of what reading a tree through FUSE costs once its pages are
+// cached (grep -r, git add, a compiler). The kernel keeps a file's pages
+// across opens (no_open implies FOPEN_KEEP_CACHE); rollbacks invalidate
+// what they change (Mount.Invalidate), and with --cache-timeout 0 the
+// kernel checks size and mtime before it uses them (auto_inval_data).
+//
+// Capture does not depend on opens: a change still arrives as WRITE,
+// SETATTR or FALLOCATE and is journaled there. O_TRUNC arrives as a
+// SETATTR of the size, since cowfs does not negotiate atomic O_TRUNC.
+// Files created through the mount still get handles (CREATE opens them).
+//
+// A request on a file opened without a handle is served through a
+// descriptor opened for that request on the node's own path (Node.rel)
+// beneath the root, following no symlink: the same file a handle would
+// have held. A file whose names were all removed while open is kept
+// aside — even one created in the same epoch (Node.keptWhileUsed) — and
+// its aside entry is not freed while the kernel may still use the node
+// (aside.Area.SetInUse, Node.OnForget), so it stays readable and
+// writable like any open unlinked file.
+//
+// What is not known without opens is who opened a file. Writes through
+// a shared mapping reach the daemon with pid 0 when the kernel flushes
+// the pages; they are attributed to a process that maps the file at that
+// moment (mapper), and to pid 0 when none does any more. Locks are the
+// kernel's own (Mount leaves go-fuse's EnableLocks off): they hold among
+// every process using the mount.
+
+var _ = (gofs.NodeOpener)((*Node)(nil))
+
+// Open declines, which tells the kernel not to send opens at all.
+func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, 0, syscall.ENOSYS
+}
+
+// ioFile returns the file a request on n goes through: fh if it is one
+// of cowfs's handles, else a new descriptor on n's own path, opened with
+// flags. done must be called when the request is over. Only regular
+// files and directories are opened (a FIFO would block).
+func (n *Node) ioFile(fh gofs.FileHandle, flags int) (f *file, done func(), e syscall.Errno) {
+	if f, ok := fh.(*file); ok {
+		return f, func() {}, 0
+	}
+	if !n.opensOwn() {
+		return nil, nil, syscall.EBADF
+	}
+	lf, e := n.openOwn(uint32(flags | syscall.O_NOFOLLOW))
+	if e != 0 {
+		return nil, nil, e
+	}
+	f, err := wrapFile(lf, nil)
+	if err != nil {
+		return nil, nil, errno(err)
+	}
+	return f, func() { f.Release(context.Background()) }, 0
+}
+
+// opensOwn reports whether ioFile can open n: a regular file or a
+// directory.
+func (n *Node) opensOwn() bool {
+	t := n.StableAttr().Mode & syscall.S_IFMT
+	return t == syscall.S_IFREG || t == syscall.S_IFDIR
+}
+
+var _ = (gofs.NodeReader)((*Node)(nil))
+
+func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if f, ok := fh.(*file); ok {
+		return f.Read(ctx, buf, off)
+	}
+	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	if e != 0 {
+		return nil, e
+	}
+	defer done()
+	// Read now: go-fuse would splice from a ReadResultFd after done.
+	m, err := syscall.Pread(f.fd, buf, off)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(buf[:m]), 0
+}
+
+var _ = (gofs.NodeFsyncer)((*Node)(nil))
+
+func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
+	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	if e != 0 {
+		return e
+	}
+	defer done()
+	return f.Fsync(ctx, flags)
+}
+
+var _ = (gofs.NodeLseeker)((*Node)(nil))
+
+// Lseek answers SEEK_DATA and SEEK_HOLE from the backing file.
+func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
+	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	if e != 0 {
+		return 0, e
+	}
+	defer done()
+	return f.Lseek(ctx, off, whence)
+}
+
+// setattrFlags are the flags ioFile opens n with for SETATTR in:
+// write access to change a file's size; none otherwise, since fchmod,
+// fchown and futimens work on any descriptor.
+func (n *Node) setattrFlags(in *fuse.SetAttrIn) int {
+	if _, ok := in.GetSize(); ok && n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG {
+		return syscall.O_WRONLY
+	}
+	return syscall.O_RDONLY
+}

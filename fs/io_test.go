@@ -1,0 +1,135 @@
+package fs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Locks are the kernel's: locks on different open file descriptions
+// conflict, as on any local filesystem.
+func TestLocks(t *testing.T) {
+	mnt, _, _ := testMount(t)
+	p := filepath.Join(mnt, "lock")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f1, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f1.Close()
+	f2, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+
+	wr := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := unix.FcntlFlock(f1.Fd(), unix.F_OFD_SETLK, &wr); err != nil {
+		t.Fatalf("OFD write lock: %v", err)
+	}
+	rd := unix.Flock_t{Type: unix.F_RDLCK}
+	if err := unix.FcntlFlock(f2.Fd(), unix.F_OFD_SETLK, &rd); !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("conflicting OFD read lock: %v, want EAGAIN", err)
+	}
+	if err := unix.Flock(int(f1.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	if err := unix.Flock(int(f2.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("conflicting flock: %v, want EWOULDBLOCK", err)
+	}
+}
+
+// A file open when its last name goes stays readable and writable
+// through its descriptor — also once the journal lets go of it (its
+// aside entry is then freed when the kernel forgets the file), and also
+// when it was created in the same turn (undo does not need it).
+func TestOpenFileOutlivesItsNames(t *testing.T) {
+	mnt, backing, j, a := testMountArea(t)
+	old := filepath.Join(mnt, "old")
+	if err := os.WriteFile(old, []byte("old content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(mnt, "new")
+	if err := os.WriteFile(fresh, []byte("new content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := func(p string) *os.File {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	fo, fn := open(old), open(fresh)
+	if err := os.Remove(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mnt, "old2"), fresh); err == nil {
+		t.Fatal("rename of a missing file succeeded")
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "other"), []byte("other"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mnt, "other"), fresh); err != nil { // replaces "new"
+		t.Fatal(err)
+	}
+	// The journal forgets the removal, as when its turn leaves the window.
+	for _, r := range records(t, j) {
+		if r.Kind == journal.KindRemove && r.Aside != "" {
+			if err := a.Drop(r.Aside); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	areaDir := filepath.Join(backing, aside.Dir, "aside")
+	if n := entries(t, areaDir); n != 2 {
+		t.Errorf("aside holds %d entries while both files are open, want 2", n)
+	}
+	for _, c := range []struct {
+		f    *os.File
+		want string
+	}{{fo, "old content"}, {fn, "new content"}} {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(c.f.Fd()), &st); err != nil || st.Nlink != 0 {
+			t.Errorf("%s: fstat nlink %d, %v; want 0", c.f.Name(), st.Nlink, err)
+		}
+		if _, err := c.f.WriteAt([]byte("C"), 0); err != nil {
+			t.Errorf("%s: write: %v", c.f.Name(), err)
+		}
+		b := make([]byte, 64)
+		n, err := c.f.ReadAt(b, 0)
+		if got, want := string(b[:n]), "C"+c.want[1:]; got != want {
+			t.Errorf("%s: read %q, %v; want %q", c.f.Name(), got, err, want)
+		}
+		c.f.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for entries(t, areaDir) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("aside still holds %d entries after the files were closed", entries(t, areaDir))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func entries(t *testing.T, dir string) int {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}

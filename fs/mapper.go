@@ -1,0 +1,66 @@
+package fs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// writer returns who is behind a request on n through f (nil if the
+// request has no handle of cowfs's) when the kernel sends it with pid 0:
+// the opener of f if known, else a process that maps n (mapper). The
+// /proc scan runs only if a record needs the answer.
+func (n *Node) writer(f *file) *who {
+	if f != nil && f.opener != nil {
+		return f.opener
+	}
+	dev, ino := n.fs.dev.Load(), n.StableAttr().Ino
+	return &who{find: func() uint32 { return mapper(dev, ino) }}
+}
+
+// mapper returns a process that has inode ino of the filesystem on
+// device dev mapped, from /proc/*/maps, or 0 if none has (it may have
+// unmapped the file and exited before the kernel flushed its pages).
+// Other than the daemon itself.
+func mapper(dev, ino uint64) uint32 {
+	if dev == 0 {
+		return 0
+	}
+	want := []byte(fmt.Sprintf(" %02x:%02x %d ", unix.Major(dev), unix.Minor(dev), ino))
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if maps(pid, want) {
+			return uint32(pid)
+		}
+	}
+	return 0
+}
+
+// maps reports whether a line of /proc/pid/maps contains want (the
+// device and inode fields, space-separated).
+func maps(pid int, want []byte) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), want) {
+			return true
+		}
+	}
+	return false
+}
