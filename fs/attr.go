@@ -31,13 +31,6 @@ func (n *Node) own() (string, syscall.Errno) {
 var _ = (gofs.NodeGetattrer)((*Node)(nil))
 
 func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if fga, ok := f.(gofs.FileGetattrer); ok && f != nil {
-		if e := fga.Getattr(ctx, out); e != 0 {
-			return e
-		}
-		n.fixNlink(&out.Attr)
-		return 0
-	}
 	p, e := n.own()
 	if e != 0 {
 		return e
@@ -54,21 +47,15 @@ func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 var _ = (gofs.NodeStatxer)((*Node)(nil))
 
 func (n *Node) Statx(ctx context.Context, f gofs.FileHandle, flags, mask uint32, out *fuse.StatxOut) syscall.Errno {
-	if fsx, ok := f.(gofs.FileStatxer); ok && f != nil {
-		if e := fsx.Statx(ctx, flags, mask, out); e != 0 {
-			return e
-		}
-	} else {
-		p, e := n.own()
-		if e != 0 {
-			return e
-		}
-		var st unix.Statx_t
-		if err := unix.Statx(unix.AT_FDCWD, p, int(flags)|unix.AT_SYMLINK_NOFOLLOW, int(mask), &st); err != nil {
-			return errno(err)
-		}
-		out.FromStatx(&st)
+	p, e := n.own()
+	if e != 0 {
+		return e
 	}
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, int(flags)|unix.AT_SYMLINK_NOFOLLOW, int(mask), &st); err != nil {
+		return errno(err)
+	}
+	out.FromStatx(&st)
 	if k := n.fs.rec.aside.Links(out.Ino); k > 0 {
 		out.Nlink -= min(k, out.Nlink)
 	}

@@ -73,12 +73,10 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if e != 0 {
 		return nil, nil, 0, e
 	}
-	f, err := wrapFile(fh, c.caller)
-	if err != nil {
-		return nil, nil, 0, errno(err)
-	}
+	// No handle: the kernel would never release it (io.go).
+	fh.(gofs.FileReleaser).Release(ctx)
 	n.fixNlink(&out.Attr)
-	return ch, f, n.openFlags(fl), 0
+	return ch, nil, n.openFlags(fl), 0
 }
 
 // createExisting answers a CREATE for a name that exists as an OPEN of
@@ -92,12 +90,11 @@ func (n *Node) createExisting(ctx context.Context, c *change, name string, flags
 	if !ok {
 		return nil, nil, 0, syscall.EIO
 	}
-	fh, fl, e := cn.open(ctx, c, flags&^(syscall.O_CREAT|syscall.O_EXCL))
-	if e != 0 {
+	if e := cn.open(c, flags&^(syscall.O_CREAT|syscall.O_EXCL)); e != 0 {
 		return nil, nil, 0, e
 	}
 	n.fixNlink(&out.Attr)
-	return ch, fh, fl, 0
+	return ch, nil, n.openFlags(0), 0
 }
 
 var _ = (gofs.NodeMkdirer)((*Node)(nil))
@@ -166,19 +163,9 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 
 var _ = (gofs.NodeTmpfiler)((*Node)(nil))
 
-// Tmpfile creates a file in no directory. Nothing names it, so nothing
-// is journaled; it is marked created so writes to it journal nothing.
+// Tmpfile declines O_TMPFILE: a file in no directory has no path to serve
+// it through, and there are no handles (io.go). The kernel then stops
+// asking, and programs fall back to a named temporary file.
 func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	ch, fh, fl, e := n.LoopbackNode.Tmpfile(ctx, flags, mode, out)
-	if e != 0 {
-		return nil, nil, 0, e
-	}
-	c.markCreated(ch.StableAttr().Ino)
-	f, err := wrapFile(fh, c.caller)
-	if err != nil {
-		return nil, nil, 0, errno(err)
-	}
-	return ch, f, n.openFlags(fl), 0
+	return nil, nil, 0, syscall.ENOSYS
 }

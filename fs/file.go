@@ -11,36 +11,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// file is an open file. It forwards reads and harmless calls to go-fuse's
-// LoopbackFile, but it deliberately has no PassthroughFd method: go-fuse
-// would otherwise let the kernel write to the backing file directly
-// (FUSE passthrough), and those writes would never reach the journal.
-// Writes, truncation and fallocate go through Node, which records their
-// pre-image first.
+// file is a descriptor on a node's backing file, opened for one request
+// (Node.ioFile): the kernel holds no handles of cowfs's (see io.go). It
+// wraps go-fuse's LoopbackFile for the calls that can be forwarded, but
+// has no PassthroughFd method, so go-fuse never hands it to the kernel:
+// a passthrough write would never reach the journal.
 type file struct {
-	lf     *gofs.LoopbackFile
-	fd     int  // lf's descriptor; valid until Release
-	opener *who // who opened it: writeback and mmap flushes arrive with pid 0
+	lf *gofs.LoopbackFile
+	fd int // lf's descriptor; valid until Release
 }
 
 var (
 	_ gofs.FileHandle    = (*file)(nil)
-	_ gofs.FileReader    = (*file)(nil)
 	_ gofs.FileReleaser  = (*file)(nil)
 	_ gofs.FileFsyncer   = (*file)(nil)
 	_ gofs.FileGetattrer = (*file)(nil)
-	_ gofs.FileStatxer   = (*file)(nil)
 	_ gofs.FileSetattrer = (*file)(nil)
 	_ gofs.FileLseeker   = (*file)(nil)
-	_ gofs.FileGetlker   = (*file)(nil)
-	_ gofs.FileSetlker   = (*file)(nil)
-	_ gofs.FileSetlkwer  = (*file)(nil)
 )
 
-// wrapFile takes over the handle a LoopbackNode method returned. go-fuse
-// waits for requests on a handle to finish before it releases it, so
-// fd stays valid for every request that carries the handle.
-func wrapFile(fh gofs.FileHandle, opener *who) (*file, error) {
+// wrapFile takes over the handle a LoopbackNode method returned.
+func wrapFile(fh gofs.FileHandle) (*file, error) {
 	lf, ok := fh.(*gofs.LoopbackFile)
 	if !ok {
 		return nil, fmt.Errorf("unexpected file handle %T", fh)
@@ -50,11 +41,7 @@ func wrapFile(fh gofs.FileHandle, opener *who) (*file, error) {
 		lf.Release(context.Background())
 		return nil, syscall.EBADF
 	}
-	return &file{lf: lf, fd: fd, opener: opener}, nil
-}
-
-func (f *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	return f.lf.Read(ctx, buf, off)
+	return &file{lf: lf, fd: fd}, nil
 }
 
 func (f *file) Release(ctx context.Context) syscall.Errno { return f.lf.Release(ctx) }
@@ -67,10 +54,6 @@ func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 	return f.lf.Getattr(ctx, out)
 }
 
-func (f *file) Statx(ctx context.Context, flags, mask uint32, out *fuse.StatxOut) syscall.Errno {
-	return f.lf.Statx(ctx, flags, mask, out)
-}
-
 // Setattr is reached only through Node.Setattr, after capture.
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	return f.lf.Setattr(ctx, in, out)
@@ -78,18 +61,6 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 
 func (f *file) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
 	return f.lf.Lseek(ctx, off, whence)
-}
-
-func (f *file) Getlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
-	return f.lf.Getlk(ctx, owner, lk, flags, out)
-}
-
-func (f *file) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return f.lf.Setlk(ctx, owner, lk, flags)
-}
-
-func (f *file) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return f.lf.Setlkw(ctx, owner, lk, flags)
 }
 
 // fstat stats the open file.

@@ -20,12 +20,13 @@ import (
 // Capture does not depend on opens: a change still arrives as WRITE,
 // SETATTR or FALLOCATE and is journaled there. O_TRUNC arrives as a
 // SETATTR of the size, since cowfs does not negotiate atomic O_TRUNC.
-// Files created through the mount still get handles (CREATE opens them).
 //
-// A request on a file opened without a handle is served through a
-// descriptor opened for that request on the node's own path (Node.rel)
-// beneath the root, following no symlink: the same file a handle would
-// have held. A file whose names were all removed while open is kept
+// No request carries a handle: once opens are off the kernel sends no
+// RELEASE either, not even for files CREATE opened, so CREATE returns
+// none. A request is served through a descriptor opened for it on the
+// node's own path (Node.rel) beneath the root, following no symlink:
+// the same file a handle would have held. O_TMPFILE is declined (a file
+// in no directory has no path); programs fall back to a named file. A file whose names were all removed while open is kept
 // aside — even one created in the same epoch (Node.keptWhileUsed) — and
 // its aside entry is not freed while the kernel may still use the node
 // (aside.Area.SetInUse, Node.OnForget), so it stays readable and
@@ -34,7 +35,7 @@ import (
 // What is not known without opens is who opened a file. Writes through
 // a shared mapping reach the daemon with pid 0 when the kernel flushes
 // the pages; they are attributed to a process that maps the file at that
-// moment (mapper), and to pid 0 when none does any more. Locks are the
+// moment (Node.writer), and to pid 0 when none does any more. Locks are the
 // kernel's own (Mount leaves go-fuse's EnableLocks off): they hold among
 // every process using the mount.
 
@@ -45,14 +46,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	return nil, 0, syscall.ENOSYS
 }
 
-// ioFile returns the file a request on n goes through: fh if it is one
-// of cowfs's handles, else a new descriptor on n's own path, opened with
-// flags. done must be called when the request is over. Only regular
-// files and directories are opened (a FIFO would block).
-func (n *Node) ioFile(fh gofs.FileHandle, flags int) (f *file, done func(), e syscall.Errno) {
-	if f, ok := fh.(*file); ok {
-		return f, func() {}, 0
-	}
+// ioFile opens n's backing file with flags for one request, on n's own
+// path; done closes it. Only regular files and directories are opened
+// (a FIFO would block).
+func (n *Node) ioFile(flags int) (f *file, done func(), e syscall.Errno) {
 	if !n.opensOwn() {
 		return nil, nil, syscall.EBADF
 	}
@@ -60,7 +57,7 @@ func (n *Node) ioFile(fh gofs.FileHandle, flags int) (f *file, done func(), e sy
 	if e != 0 {
 		return nil, nil, e
 	}
-	f, err := wrapFile(lf, nil)
+	f, err := wrapFile(lf)
 	if err != nil {
 		return nil, nil, errno(err)
 	}
@@ -77,10 +74,7 @@ func (n *Node) opensOwn() bool {
 var _ = (gofs.NodeReader)((*Node)(nil))
 
 func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if f, ok := fh.(*file); ok {
-		return f.Read(ctx, buf, off)
-	}
-	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	f, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return nil, e
 	}
@@ -96,7 +90,7 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int
 var _ = (gofs.NodeFsyncer)((*Node)(nil))
 
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
-	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	f, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return e
 	}
@@ -108,7 +102,7 @@ var _ = (gofs.NodeLseeker)((*Node)(nil))
 
 // Lseek answers SEEK_DATA and SEEK_HOLE from the backing file.
 func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
-	f, done, e := n.ioFile(fh, syscall.O_RDONLY)
+	f, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return 0, e
 	}

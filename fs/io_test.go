@@ -2,6 +2,7 @@ package fs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -132,4 +133,26 @@ func entries(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return len(es)
+}
+
+// Once opens are off the kernel releases no handle, not even one CREATE
+// returned; the daemon must not keep a descriptor per file created.
+func TestCreateKeepsNoDescriptor(t *testing.T) {
+	mnt, _, _ := testMount(t)
+	p := filepath.Join(mnt, "first")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(p); err != nil { // an OPEN: opens are off from now on
+		t.Fatal(err)
+	}
+	before := entries(t, "/proc/self/fd")
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(mnt, fmt.Sprintf("f%d", i)), []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := entries(t, "/proc/self/fd"); after > before+20 {
+		t.Errorf("the daemon's descriptors went from %d to %d over 200 files created", before, after)
+	}
 }

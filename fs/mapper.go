@@ -10,14 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writer returns who is behind a request on n through f (nil if the
-// request has no handle of cowfs's) when the kernel sends it with pid 0:
-// the opener of f if known, else a process that maps n (mapper). The
-// /proc scan runs only if a record needs the answer.
-func (n *Node) writer(f *file) *who {
-	if f != nil && f.opener != nil {
-		return f.opener
-	}
+// writer names who is behind a request on n that the kernel sends with
+// pid 0 (a flush of a shared mapping): a process that maps n (mapper).
+// The /proc scan runs only if a record needs the answer.
+func (n *Node) writer() *who {
 	dev, ino := n.fs.dev.Load(), n.StableAttr().Ino
 	return &who{find: func() uint32 { return mapper(dev, ino) }}
 }

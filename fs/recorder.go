@@ -96,14 +96,13 @@ func (w *who) get() journal.Caller {
 	return w.res
 }
 
-// begin opens a change for the request in ctx. opener names who is
-// behind a request the kernel sends with pid 0 (a flush of a shared
-// mapping): the opener of its handle, or whoever maps the file
-// (Node.writer).
-func (r *recorder) begin(ctx context.Context, opener *who) *change {
+// begin opens a change for the request in ctx. pid0 names who is behind
+// it if the kernel sent it with pid 0 (a flush of a shared mapping:
+// Node.writer).
+func (r *recorder) begin(ctx context.Context, pid0 *who) *change {
 	c := &change{r: r, g: r.j.Enter(), caller: whoOf(ctx)}
-	if c.caller.raw.Pid == 0 && opener != nil {
-		c.caller = opener
+	if c.caller.raw.Pid == 0 && pid0 != nil {
+		c.caller = pid0
 	}
 	return c
 }

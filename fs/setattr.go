@@ -26,13 +26,13 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if n.opensOwn() {
 		var done func()
 		var e syscall.Errno
-		if f, done, e = n.ioFile(fh, n.setattrFlags(in)); e != 0 {
+		if f, done, e = n.ioFile(n.setattrFlags(in)); e != 0 {
 			return e
 		}
 		defer done()
 		fh = f
 	}
-	c := n.fs.rec.begin(ctx, n.writer(f))
+	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
 
 	cause := journal.CauseTimes

@@ -17,30 +17,25 @@ import (
 // journaled, as far as they existed when the epoch began and are not
 // journaled already; appends journal nothing but the first touch.
 
-// open opens n within change c, journaling the content O_TRUNC is about
-// to cut off.
-func (n *Node) open(ctx context.Context, c *change, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+// open does in change c what an OPEN of n with flags would do to the
+// backing file: journal the content O_TRUNC is about to cut off, then
+// cut it. It keeps no handle (io.go).
+func (n *Node) open(c *change, flags uint32) syscall.Errno {
+	trunc := flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	if trunc {
 		if err := n.beforeContent(c, nil, 0, 1<<62, journal.CauseWrite); err != nil {
-			return nil, 0, errno(err)
+			return errno(err)
 		}
 	}
-	fh, e := n.openOwn(flags)
-	fl := uint32(0)
+	f, done, e := n.ioFile(int(flags))
 	if e != 0 {
-		return nil, 0, e
+		return e
 	}
-	f, err := wrapFile(fh, c.caller)
-	if err != nil {
-		return nil, 0, errno(err)
+	defer done()
+	if trunc {
+		return errno(killPriv(f.fd, c.caller.raw.Uid))
 	}
-	if flags&syscall.O_TRUNC != 0 {
-		if err := killPriv(f.fd, c.caller.raw.Uid); err != nil {
-			f.Release(ctx)
-			return nil, 0, errno(err)
-		}
-	}
-	return f, n.openFlags(fl), 0
+	return 0
 }
 
 // beforeContent journals what a change to bytes [lo, hi) of n is about
@@ -103,7 +98,7 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 }
 
 func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
-	f, done, e := n.ioFile(fh, syscall.O_WRONLY)
+	f, done, e := n.ioFile(syscall.O_WRONLY)
 	if e != 0 {
 		return 0, e
 	}
@@ -112,7 +107,7 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	for _, d := range data {
 		size += int64(len(d))
 	}
-	c := n.fs.rec.begin(ctx, n.writer(f))
+	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
 	if err := n.beforeContent(c, f, off, off+size, journal.CauseWrite); err != nil {
 		return 0, errno(err)
@@ -127,12 +122,12 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 var _ = (gofs.NodeAllocater)((*Node)(nil))
 
 func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	f, done, e := n.ioFile(fh, syscall.O_WRONLY)
+	f, done, e := n.ioFile(syscall.O_WRONLY)
 	if e != 0 {
 		return e
 	}
 	defer done()
-	c := n.fs.rec.begin(ctx, n.writer(f))
+	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
 	lo, hi := int64(off), int64(off+size)
 	switch {
