@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,7 +17,38 @@ import (
 // The /proc scan runs only if a record needs the answer.
 func (n *Node) writer() *who {
 	dev, ino := n.fs.dev.Load(), n.StableAttr().Ino
-	return &who{find: func() uint32 { return mapper(dev, ino) }}
+	return &who{find: func() uint32 { return mapperWithin(dev, ino, mapperWait) }}
+}
+
+// mapperWait bounds how long a request waits for the /proc scan.
+// Opening /proc/PID/maps takes locks of that process, and a process can
+// hold them while it waits for this very request: one that is exiting
+// or exec-ing, say, with a mapping the kernel flushes on the way. Past
+// the bound the write is recorded with pid 0, the request is answered,
+// the process goes on, and the scan finishes by itself.
+const mapperWait = 50 * time.Millisecond
+
+// scanning is set while a scan runs; one at a time, so scans stuck
+// behind such a process do not pile up.
+var scanning atomic.Bool
+
+// mapperWithin is mapper, giving up (0) after wait or while another
+// scan is still running.
+func mapperWithin(dev, ino uint64, wait time.Duration) uint32 {
+	if !scanning.CompareAndSwap(false, true) {
+		return 0
+	}
+	found := make(chan uint32, 1)
+	go func() {
+		defer scanning.Store(false)
+		found <- mapper(dev, ino)
+	}()
+	select {
+	case pid := <-found:
+		return pid
+	case <-time.After(wait):
+		return 0
+	}
 }
 
 // mapper returns a process that has inode ino of the filesystem on

@@ -149,18 +149,19 @@ setfattr -n user.note -v hi xattr.txt
 }
 
 // mmapWrite writes data at off through a shared writable mapping
-// without msync, and returns what unmaps it: the kernel flushes the
-// page when it likes, at the turn's end at the latest.
+// without msync, and returns what unmaps it and closes the file. The
+// kernel writes the page when it likes: at the close (fuse_flush) or at
+// the turn's end at the latest.
 func mmapWrite(t *testing.T, path string, off int, data []byte) (unmap func()) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	st, _ := f.Stat()
 	m, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
+		f.Close()
 		t.Fatal(err)
 	}
 	copy(m[off:], data)
@@ -168,5 +169,6 @@ func mmapWrite(t *testing.T, path string, off int, data []byte) (unmap func()) {
 		if err := syscall.Munmap(m); err != nil {
 			t.Error(err)
 		}
+		f.Close()
 	}
 }
