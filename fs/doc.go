@@ -29,13 +29,13 @@
 //
 // # What must not slip past
 //
-// Open files have no passthrough: go-fuse would otherwise let the
-// kernel write to the backing file directly, bypassing the journal
-// (see file). There is no writeback cache either, so every write
-// reaches the daemon as it happens; shared mmap pages arrive as WRITEs
-// with pid 0 when the kernel flushes them, which FlushWriteback forces
-// at turn boundaries. Opens are not seen at all (io.go); writes with
-// pid 0 are attributed to a process that maps the file.
+// The kernel holds no file handles of cowfs's (opens are not even sent:
+// io.go), so there is nothing it could write through behind the
+// journal's back (FUSE passthrough, see file). There is no writeback
+// cache either, so every write reaches the daemon as it happens; shared
+// mmap pages arrive as WRITEs with pid 0 when the kernel flushes them,
+// which FlushWriteback forces at turn boundaries. Writes with pid 0 are
+// attributed to a process that maps the file (mapper.go).
 //
 // # The private directory
 //

@@ -26,18 +26,20 @@ import (
 // none. A request is served through a descriptor opened for it on the
 // node's own path (Node.rel) beneath the root, following no symlink:
 // the same file a handle would have held. O_TMPFILE is declined (a file
-// in no directory has no path); programs fall back to a named file. A file whose names were all removed while open is kept
-// aside — even one created in the same epoch (Node.keptWhileUsed) — and
-// its aside entry is not freed while the kernel may still use the node
+// in no directory has no path); programs fall back to a named file.
+//
+// A file whose names were all removed while open is kept aside — even
+// one created in the same epoch (Node.keptWhileUsed) — and its aside
+// entry is not freed while the kernel may still use the node
 // (aside.Area.SetInUse, Node.OnForget), so it stays readable and
 // writable like any open unlinked file.
 //
 // What is not known without opens is who opened a file. Writes through
 // a shared mapping reach the daemon with pid 0 when the kernel flushes
-// the pages; they are attributed to a process that maps the file at that
-// moment (Node.writer), and to pid 0 when none does any more. Locks are the
-// kernel's own (Mount leaves go-fuse's EnableLocks off): they hold among
-// every process using the mount.
+// the pages; they are attributed to a process that maps the file at
+// that moment (Node.writer), and to pid 0 when none does any more.
+// Locks are the kernel's own (Mount leaves go-fuse's EnableLocks off):
+// they hold among every process using the mount.
 
 var _ = (gofs.NodeOpener)((*Node)(nil))
 
