@@ -144,7 +144,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	to, ok := tn.rel()
 	if !ok {
-		return nil, syscall.EXDEV // in no directory (O_TMPFILE): nothing to link from
+		return nil, syscall.EXDEV // no name left and not kept aside: nothing to link from
 	}
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
