@@ -167,17 +167,30 @@ func (a *Area) SetInUse(inUse func(name string) bool) { a.inUse.Store(&inUse) }
 // FreeDeferred is called for it (or at the next start's Sweep). A name
 // already gone is not an error.
 func (a *Area) Drop(name string) error {
+	// Check and defer under mu, so that a FreeDeferred for name waits.
 	a.mu.Lock()
 	if f := a.inUse.Load(); f != nil && (*f)(name) {
-		if a.deferred == nil {
-			a.deferred = map[string]bool{}
-		}
-		a.deferred[name] = true
+		a.deferLocked(name)
 		a.mu.Unlock()
 		return nil
 	}
 	a.mu.Unlock()
 	return a.drop(name)
+}
+
+// DropLater is Drop for an entry the caller knows to be in use, before
+// whatever tells in-use knows it.
+func (a *Area) DropLater(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.deferLocked(name)
+}
+
+func (a *Area) deferLocked(name string) {
+	if a.deferred == nil {
+		a.deferred = map[string]bool{}
+	}
+	a.deferred[name] = true
 }
 
 // FreeDeferred frees name if Drop deferred it and it is no longer in

@@ -2,11 +2,15 @@ package fs
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -137,35 +141,83 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 
 var _ = (gofs.NodeLinker)((*Node)(nil))
 
+// Link links target from its own path (Node.rel), which also names a
+// file that has no name left but is kept aside: an O_TMPFILE file, or
+// an open file whose names were all removed (linkat with AT_EMPTY_PATH).
+// go-fuse's loopback has no path for those. Such a link is journaled as
+// a creation: what it links from is not in the workspace.
 func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	tn, ok := target.(*Node)
 	if !ok {
 		return nil, syscall.EXDEV
 	}
-	to, ok := tn.rel()
+	from, ok := tn.rel()
 	if !ok {
-		return nil, syscall.EXDEV // no name left and not kept aside: nothing to link from
+		return nil, syscall.ENOENT // no name left and not kept aside
+	}
+	linkTo := from
+	if strings.HasPrefix(from, aside.Prefix) {
+		linkTo = ""
 	}
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	rec, e := n.newEntry(c, name, tn.StableAttr().Mode&syscall.S_IFMT, to)
+	rec, e := n.newEntry(c, name, tn.StableAttr().Mode&syscall.S_IFMT, linkTo)
 	if e != 0 {
 		return nil, e
 	}
-	ch, e := n.LoopbackNode.Link(ctx, target, name, out)
-	if e != 0 {
+	_, abs, _ := n.child(name)
+	var st syscall.Stat_t
+	err := syscall.Link(tn.abs(from), abs)
+	if err == nil {
+		if err = syscall.Lstat(abs, &st); err != nil {
+			syscall.Unlink(abs)
+		}
+	}
+	if err != nil {
 		c.discard(rec)
-		return nil, e
+		return nil, errno(err)
 	}
+	// The same StableAttr: go-fuse hands the kernel target's inode.
+	ch := n.NewInode(ctx, &gofs.LoopbackNode{RootData: n.RootData}, tn.StableAttr())
+	out.Attr.FromStat(&st)
 	n.fixNlink(&out.Attr)
 	return ch, 0
 }
 
 var _ = (gofs.NodeTmpfiler)((*Node)(nil))
 
-// Tmpfile declines O_TMPFILE: a file in no directory has no path to serve
-// it through, and there are no handles (io.go). The kernel then stops
-// asking, and programs fall back to a named temporary file.
+// Tmpfile creates a file in no directory (O_TMPFILE). It has no name in
+// the workspace, so nothing is journaled, and it is marked created so
+// writes to it journal nothing. Since requests reach it by path (io.go),
+// it gets one in the aside area, under a name no record claims, freed
+// once the kernel forgets the node (aside.Area.DropLater). The kernel
+// itself refuses to link a file made with O_EXCL.
 func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.ENOSYS
+	c := n.fs.rec.begin(ctx, nil)
+	defer c.end()
+	ch, fh, _, e := n.LoopbackNode.Tmpfile(ctx, flags&^syscall.O_EXCL, mode, out)
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	f, err := wrapFile(fh)
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	defer f.Release(ctx)
+	st, err := f.fstat()
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	a := n.fs.rec.aside
+	name := a.NewName()
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.fd), n.fs.root, a.Path(name), unix.AT_SYMLINK_FOLLOW); err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	a.Added(st.Mode, st.Ino)
+	c.markCreated(ch.StableAttr().Ino)
+	if cn, ok := ch.Operations().(*Node); ok {
+		n.fs.orphans.place(cn, a.Path(name))
+	}
+	a.DropLater(name)
+	return ch, nil, n.openFlags(0), 0
 }

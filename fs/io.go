@@ -25,8 +25,8 @@ import (
 // RELEASE either, not even for files CREATE opened, so CREATE returns
 // none. A request is served through a descriptor opened for it on the
 // node's own path (Node.rel) beneath the root, following no symlink:
-// the same file a handle would have held. O_TMPFILE is declined (a file
-// in no directory has no path); programs fall back to a named file.
+// the same file a handle would have held. A file made with O_TMPFILE
+// gets such a path in the aside area (Node.Tmpfile).
 //
 // A file whose names were all removed while open is kept aside — even
 // one created in the same epoch (Node.keptWhileUsed) — and its aside

@@ -153,3 +153,66 @@ func TestCreateKeepsNoDescriptor(t *testing.T) {
 		t.Errorf("the daemon's descriptors went from %d to %d over 200 files created", before, after)
 	}
 }
+
+// An O_TMPFILE file is served like any other (through an aside entry
+// no record claims), can be linked into the workspace, which journals
+// a creation, and its entry goes once the kernel forgets it.
+func TestTmpfile(t *testing.T) {
+	mnt, backing, j := testMount(t)
+	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(mnt, unix.O_TMPFILE|unix.O_RDWR, 0o640)
+	if err != nil {
+		t.Fatalf("O_TMPFILE: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "tmpfile")
+	if _, err := f.WriteAt([]byte("temporary"), 0); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 32)
+	if n, err := f.ReadAt(b, 0); string(b[:n]) != "temporary" {
+		t.Errorf("read %q, %v", b[:n], err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Nlink != 0 {
+		t.Errorf("fstat: nlink %d, %v; want 0", st.Nlink, err)
+	}
+	named := filepath.Join(mnt, "named")
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, named, unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("linking the tmpfile in: %v", err)
+	}
+	if got, err := os.ReadFile(named); string(got) != "temporary" {
+		t.Errorf("named: %q, %v", got, err)
+	}
+	var created bool
+	for _, r := range records(t, j) {
+		if r.Path == "named" {
+			created = r.Kind == journal.KindCreate
+		}
+	}
+	if !created {
+		t.Errorf("linking the tmpfile in is not journaled as a creation: %+v", records(t, j))
+	}
+	f.Close()
+	os.Remove(named)
+
+	excl, err := unix.Open(mnt, unix.O_TMPFILE|unix.O_RDWR|unix.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", excl), unix.AT_FDCWD, named, unix.AT_SYMLINK_FOLLOW)
+	unix.Close(excl)
+	if err == nil {
+		t.Error("linked a tmpfile made with O_EXCL")
+	}
+
+	areaDir := filepath.Join(backing, aside.Dir, "aside")
+	deadline := time.Now().Add(10 * time.Second)
+	for entries(t, areaDir) != 0 { // all of it was new in this turn
+		if time.Now().After(deadline) {
+			t.Fatalf("aside still holds %d entries after the tmpfiles were closed", entries(t, areaDir))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,22 +24,25 @@ func (n *Node) writer() *who {
 // hold them while it waits for this very request: one that is exiting
 // or exec-ing, say, with a mapping the kernel flushes on the way. Past
 // the bound the write is recorded with pid 0, the request is answered,
-// the process goes on, and the scan finishes by itself.
-const mapperWait = 50 * time.Millisecond
+// the process goes on, and the scan finishes by itself. A scan of a
+// few hundred processes takes tens of milliseconds on a slow machine.
+const mapperWait = time.Second
 
-// scanning is set while a scan runs; one at a time, so scans stuck
-// behind such a process do not pile up.
-var scanning atomic.Bool
+// scans limits the scans running at once, so scans stuck behind such
+// processes do not pile up; a request finding no slot records pid 0.
+var scans = make(chan struct{}, 4)
 
-// mapperWithin is mapper, giving up (0) after wait or while another
-// scan is still running.
+// mapperWithin is mapper, giving up (0) after wait or when too many
+// scans are still running.
 func mapperWithin(dev, ino uint64, wait time.Duration) uint32 {
-	if !scanning.CompareAndSwap(false, true) {
+	select {
+	case scans <- struct{}{}:
+	default:
 		return 0
 	}
 	found := make(chan uint32, 1)
 	go func() {
-		defer scanning.Store(false)
+		defer func() { <-scans }()
 		found <- mapper(dev, ino)
 	}()
 	select {

@@ -125,6 +125,7 @@ func New(cfg Config) (*Mount, error) {
 	// knows the node.
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
+	root.fs.orphans.left = root.fs.freeKept
 	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
 	if err != nil {
 		unix.Close(rootFd)

@@ -17,19 +17,28 @@ import (
 //
 // Entries are dropped when taken, or, once go-fuse has forgotten the
 // node (it has no kernel reference and no parent), by prune. (go-fuse's
-// OnForget is not used: it can be called for a node still in use.)
+// OnForget is not used for that: it can be called for a node still in
+// use.)
 type orphans struct {
 	mu     sync.Mutex
 	at     map[string]*Node
 	placed int
+	// left, if set, is called, apart, with a place a node left for
+	// another: an aside entry kept only for that node can go.
+	left func(p string)
 }
 
 // place records that n, parentless, lives at p.
 func (o *orphans) place(n *Node, p string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if old := n.movedTo.Load(); old != nil && o.at[*old] == n {
-		delete(o.at, *old)
+	if old := n.movedTo.Load(); old != nil && *old != p {
+		if o.at[*old] == n {
+			delete(o.at, *old)
+		}
+		if o.left != nil {
+			go o.left(*old)
+		}
 	}
 	n.movedTo.Store(&p)
 	if o.at == nil {

@@ -127,16 +127,21 @@ var _ = (gofs.NodeOnForgetter)((*Node)(nil))
 // call it for a node still in use; FreeDeferred checks. It runs apart:
 // go-fuse holds its locks here, and the check takes them.
 func (n *Node) OnForget() {
-	p := n.movedTo.Load()
-	if p == nil || !strings.HasPrefix(*p, aside.Prefix) {
+	if p := n.movedTo.Load(); p != nil {
+		go n.fs.freeKept(*p)
+	}
+}
+
+// freeKept frees the aside entry at backing-relative path p if it was
+// kept only for a node the kernel no longer uses.
+func (fs *filesystem) freeKept(p string) {
+	name, ok := strings.CutPrefix(p, aside.Prefix)
+	if !ok {
 		return
 	}
-	name := strings.TrimPrefix(*p, aside.Prefix)
-	go func() {
-		if err := n.fs.rec.aside.FreeDeferred(name); err != nil {
-			n.fs.rec.log.Warn("freeing an aside entry", "name", name, "err", err)
-		}
-	}()
+	if err := fs.rec.aside.FreeDeferred(name); err != nil {
+		fs.rec.log.Warn("freeing an aside entry", "name", name, "err", err)
+	}
 }
 
 // emptyDir reports whether the directory at path has no entries.
