@@ -14,8 +14,9 @@ import (
 // is most of what reading a tree through FUSE costs once its pages are
 // cached (grep -r, git add, a compiler). The kernel keeps a file's pages
 // across opens (no_open implies FOPEN_KEEP_CACHE); rollbacks invalidate
-// what they change (Mount.Invalidate), and with --cache-timeout 0 the
-// kernel checks size and mtime before it uses them (auto_inval_data).
+// what they change (Mount.Changed, Mount.Moved), and with
+// --cache-timeout 0 the kernel checks size and mtime before it uses
+// them (auto_inval_data).
 //
 // Capture does not depend on opens: a change still arrives as WRITE,
 // SETATTR or FALLOCATE and is journaled there. O_TRUNC arrives as a

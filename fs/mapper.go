@@ -16,7 +16,7 @@ import (
 // The /proc scan runs only if a record needs the answer.
 func (n *Node) writer() *who {
 	dev, ino := n.fs.dev.Load(), n.StableAttr().Ino
-	return &who{find: func() uint32 { return mapperWithin(dev, ino, mapperWait) }}
+	return &who{find: func() uint32 { return mapperWithin(dev, ino) }}
 }
 
 // mapperWait bounds how long a request waits for the /proc scan.
@@ -32,9 +32,9 @@ const mapperWait = time.Second
 // processes do not pile up; a request finding no slot records pid 0.
 var scans = make(chan struct{}, 4)
 
-// mapperWithin is mapper, giving up (0) after wait or when too many
+// mapperWithin is mapper, giving up (0) after mapperWait or when too many
 // scans are still running.
-func mapperWithin(dev, ino uint64, wait time.Duration) uint32 {
+func mapperWithin(dev, ino uint64) uint32 {
 	select {
 	case scans <- struct{}{}:
 	default:
@@ -48,7 +48,7 @@ func mapperWithin(dev, ino uint64, wait time.Duration) uint32 {
 	select {
 	case pid := <-found:
 		return pid
-	case <-time.After(wait):
+	case <-time.After(mapperWait):
 		return 0
 	}
 }
