@@ -94,42 +94,6 @@ func (j *Journal) checkSpace(need int64) error {
 	return nil
 }
 
-// AppendBatch journals records without content in one commit: cheaper
-// than one Append each when many operations are about to be performed
-// in a row. The same rule holds: none may be performed before it
-// returns nil.
-func (j *Journal) AppendBatch(g Gate, recs []*Record) error {
-	if j.closed.Load() {
-		return ErrClosed
-	}
-	if err := j.checkSpace(int64(4096 * len(recs))); err != nil {
-		return err
-	}
-	now := time.Now()
-	wb := j.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, rec := range recs {
-		if rec.Kind == KindData {
-			return fmt.Errorf("journal: AppendBatch takes no content")
-		}
-		rec.Turn = g.Turn
-		if rec.Time.IsZero() {
-			rec.Time = now
-		}
-		rec.Seq = j.nextSeq.Add(1) - 1
-		val := encodeRecord(nil, rec)
-		rec.Stored = int64(len(val) + 9)
-		if err := wb.Set(recordKey(rec.Seq), encodeRecord(val[:0], rec)); err != nil {
-			return fmt.Errorf("journal: commit records: %w", err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("journal: commit records: %w", err)
-	}
-	j.wake()
-	return nil
-}
-
 // Record returns the record with sequence seq.
 func (j *Journal) Record(seq uint64) (*Record, error) {
 	var rec *Record

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -26,7 +27,7 @@ var ErrNoPreimage = errors.New("no pre-image in the journal")
 // Find returns what path held when recs began. recs are every record
 // from that time to now, newest first; asidePath maps an aside name to
 // its backing-relative path; rootDev is the backing root's device.
-func Find(t *Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
+func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
 	p := newPast(asidePath)
 	for _, r := range recs {
 		p.undo(r)
@@ -62,7 +63,7 @@ func Find(t *Tree, recs []*journal.Record, path string, asidePath func(string) s
 // Materialize writes the content v had into dst, an empty file: its
 // content today with v.Undo applied, newest first, so each byte ends
 // as its oldest pre-image.
-func (v Version) Materialize(t *Tree, j *journal.Journal, dst *os.File) error {
+func (v Version) Materialize(t *backing.Tree, j *journal.Journal, dst *os.File) error {
 	if v.Type != syscall.S_IFREG {
 		return fmt.Errorf("%s is not a regular file", v.Loc)
 	}

@@ -16,8 +16,8 @@
 // # Containment
 //
 // Every path is resolved beneath the backing root with openat2
-// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (Tree): a symlink planted in the
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (backing.Tree): a symlink planted in the
 // workspace cannot make cowfs read or write outside it.
 //
-// Imports: journal, aside, x/sys/unix.
+// Imports: journal, aside, backing, x/sys/unix.
 package rollback

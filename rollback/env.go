@@ -4,13 +4,14 @@ import (
 	"log/slog"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
 // Env is what a rollback works with.
 type Env struct {
 	Journal *journal.Journal
-	Tree    *Tree
+	Tree    *backing.Tree
 	Aside   *aside.Area
 	RootDev uint64 // the backing root's device, for identities
 	// Observer is told of every change to the backing directory, so

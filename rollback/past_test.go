@@ -3,6 +3,7 @@ package rollback
 import (
 	"testing"
 
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -39,13 +40,13 @@ func TestPast(t *testing.T) {
 
 func TestCleanPath(t *testing.T) {
 	for in, want := range map[string]string{"a/b": "a/b", "a/../b": "b", ".": "", "a/": "a", "./a": "a"} {
-		if got, err := CleanPath(in); err != nil || got != want {
-			t.Errorf("CleanPath(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := backing.CleanPath(in); err != nil || got != want {
+			t.Errorf("backing.CleanPath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"/etc", "..", "../x", "a/../../x"} {
-		if _, err := CleanPath(bad); err == nil {
-			t.Errorf("CleanPath(%q) accepted", bad)
+		if _, err := backing.CleanPath(bad); err == nil {
+			t.Errorf("backing.CleanPath(%q) accepted", bad)
 		}
 	}
 }

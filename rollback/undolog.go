@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -19,7 +20,7 @@ import (
 type undoLog struct {
 	j     *journal.Journal
 	g     journal.Gate
-	tree  *Tree
+	tree  *backing.Tree
 	group uint64
 	root  uint64 // root device
 

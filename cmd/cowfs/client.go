@@ -8,23 +8,23 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/ctl"
-	"github.com/cowfs/cowfs/workspace"
+	"github.com/cowfs/cowfs/daemon"
 )
 
 // located finds the workspace named by -w (or the current directory).
-func located() (workspace.Location, error) {
+func located() (daemon.Location, error) {
 	ws := global.workspace
 	if ws == "" {
 		var err error
 		if ws, err = os.Getwd(); err != nil {
-			return workspace.Location{}, err
+			return daemon.Location{}, err
 		}
 	}
-	return workspace.Find(ws)
+	return daemon.Find(ws)
 }
 
 // client returns a control-socket client for the workspace.
-func client() (*ctl.Client, workspace.Location, error) {
+func client() (*ctl.Client, daemon.Location, error) {
 	loc, err := located()
 	if err != nil {
 		return nil, loc, err

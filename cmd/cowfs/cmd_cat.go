@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cowfs/cowfs/workspace"
+	"github.com/cowfs/cowfs/daemon"
 )
 
 type catOptions struct {
@@ -55,7 +55,7 @@ func runCat(opts catOptions, path string) error {
 // workspaceRelative turns an absolute path inside the workspace (its
 // backing directory or its mountpoint) into one relative to its root.
 // A relative path is taken as relative to the root already.
-func workspaceRelative(loc workspace.Location, path string) (string, error) {
+func workspaceRelative(loc daemon.Location, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return path, nil
 	}

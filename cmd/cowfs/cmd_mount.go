@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/fs"
-	"github.com/cowfs/cowfs/workspace"
+	"github.com/cowfs/cowfs/daemon"
 )
 
 type mountOptions struct {
@@ -87,7 +87,7 @@ func runMount(opts mountOptions, ws string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	d, err := workspace.Start(workspace.Options{
+	d, err := daemon.Start(daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, Sync: opts.sync, Logger: log, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache),
@@ -135,7 +135,7 @@ func readyPipe() *os.File {
 	return os.NewFile(uintptr(fd), "ready")
 }
 
-func reportReady(w *os.File, d *workspace.Daemon, err error) {
+func reportReady(w *os.File, d *daemon.Daemon, err error) {
 	r := startReport{Pid: os.Getpid()}
 	if err != nil {
 		r.Error, r.Code = err.Error(), exitCode(err)
@@ -153,7 +153,7 @@ func startBackground(ws string) error {
 	if err != nil {
 		return err
 	}
-	logPath, err := workspace.LogPath(ws)
+	logPath, err := daemon.LogPath(ws)
 	if err != nil {
 		return err
 	}

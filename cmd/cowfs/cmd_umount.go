@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
-	"github.com/cowfs/cowfs/workspace"
+	"github.com/cowfs/cowfs/daemon"
 )
 
 type umountOptions struct {
@@ -46,7 +46,7 @@ func runUmount(opts umountOptions) error {
 	defer cancel()
 	st, err := c.Status(ctx)
 	if errors.Is(err, ctl.ErrNotRunning) {
-		cleared, uerr := workspace.Unmount(loc.Workspace, opts.force)
+		cleared, uerr := daemon.Unmount(loc.Workspace, opts.force)
 		if uerr != nil {
 			return uerr
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
-	"github.com/cowfs/cowfs/workspace"
+	"github.com/cowfs/cowfs/daemon"
 )
 
 // Exit codes, listed in the root command's help.
@@ -63,7 +63,7 @@ func exitCode(err error) int {
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeConflict}):
 		return exitConflict
 	case errors.Is(err, fs.ErrNoFUSE), errors.Is(err, fs.ErrNotPermitted),
-		errors.Is(err, workspace.ErrNoWorkspace), errors.Is(err, workspace.ErrAlreadyMounted),
+		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
 		errors.Is(err, journal.ErrLocked):
 		return exitCannotMount
 	}

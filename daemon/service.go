@@ -1,4 +1,4 @@
-package workspace
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rollback"
@@ -216,7 +217,7 @@ func typeName(mode uint32) string {
 
 func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, error) {
 	d := s.d
-	rel, err := rollback.CleanPath(path)
+	rel, err := backing.CleanPath(path)
 	if err != nil {
 		return nil, apiError(err)
 	}
@@ -294,7 +295,7 @@ func apiError(err error) error {
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	case errors.Is(err, journal.ErrTurnNotFound):
 		return ctl.Errorf(ctl.CodeNotFound, "%v", err)
-	case errors.Is(err, journal.ErrInvalid), errors.Is(err, rollback.ErrEscapes):
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, backing.ErrEscapes):
 		return ctl.Errorf(ctl.CodeBadRequest, "%v", err)
 	case errors.Is(err, rollback.ErrNoPreimage):
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)

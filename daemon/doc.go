@@ -1,4 +1,4 @@
-// Package workspace is the cowfs daemon for one workspace: it finds the
+// Package daemon is the cowfs daemon for one workspace: it finds the
 // workspace's state directory, checks that a mount can start (clearing
 // a stale one), opens the journal and the aside area, mounts the
 // filesystem, and serves the control socket, implementing ctl.Service
@@ -14,4 +14,4 @@
 // of its parents.
 //
 // Imports: fs, journal, aside, rollback, ctl.
-package workspace
+package daemon

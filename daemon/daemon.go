@@ -1,4 +1,4 @@
-package workspace
+package daemon
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
-	"github.com/cowfs/cowfs/rollback"
 )
 
 // Options configure a daemon.
@@ -43,7 +43,7 @@ type Daemon struct {
 
 	rootFd  int // O_PATH descriptor of the backing directory
 	rootDev uint64
-	tree    *rollback.Tree
+	tree    *backing.Tree
 	j       *journal.Journal
 	area    *aside.Area
 	mount   *fs.Mount
@@ -130,7 +130,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	d.rootDev = st.Dev
-	d.tree = rollback.NewTree(d.rootFd)
+	d.tree = backing.NewTree(d.rootFd)
 	backing := fmt.Sprintf("/proc/self/fd/%d", d.rootFd)
 	if d.area, err = aside.Open(backing); err != nil {
 		return nil, err

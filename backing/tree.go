@@ -1,4 +1,4 @@
-package rollback
+package backing
 
 import (
 	"errors"
