@@ -13,10 +13,22 @@
 // mount hides Dir from the workspace's view. Names in the area are
 // unique for the life of the workspace: a timestamp and a counter.
 //
+// # Whose area it is
+//
+// The workspace's contents come from anywhere, and the daemon runs as
+// root, so the area is never reached by a path: Open resolves Dir and
+// Dir/aside beneath the root descriptor following no symlink, and every
+// later move, link, removal and listing is an *at call on those
+// descriptors. A Dir that cowfs did not make — not a directory, not
+// owned by the daemon's user, readable by others, or not carrying the
+// journal's token in Dir/id — is refused: nothing in it is read,
+// deleted or written (ErrForeign).
+//
 // An inode kept aside still counts in st_nlink. The area remembers how
 // many of each inode's links it holds, so the mount can report the
 // link count the workspace would see without it (0 for an open file
-// that was deleted).
+// that was deleted). Every move into or out of the area goes through
+// the area's own methods, so that count cannot drift.
 //
 // This package knows nothing of FUSE or of the journal.
 package aside
@@ -25,12 +37,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/backing"
 )
 
 // Dir is the name, in the backing directory's root, of cowfs's private
@@ -39,6 +55,17 @@ const Dir = ".cowfs"
 
 // areaDir is the aside area, relative to the backing root.
 const areaDir = Dir + "/aside"
+
+// Prefix is the backing-relative path of the area, with a final slash.
+const Prefix = areaDir + "/"
+
+// Private reports whether the backing-relative path p is cowfs's
+// private directory or inside it.
+func Private(p string) bool { return p == Dir || strings.HasPrefix(p, Dir+"/") }
+
+// ErrForeign: the workspace holds a Dir that cowfs did not make for
+// this journal. Nothing in it was touched.
+var ErrForeign = errors.New("not made by cowfs for this journal")
 
 const readme = `This directory belongs to cowfs. It holds files and directories that
 were deleted or replaced through the cowfs mount during the turns still
@@ -49,7 +76,7 @@ with the workspace's journal.
 
 // Area is the aside area of one backing directory.
 type Area struct {
-	root string // backing root, as a path the process can use
+	dir int // O_PATH descriptor of Dir/aside
 
 	base    string // time component of new names
 	counter atomic.Uint64
@@ -62,33 +89,178 @@ type Area struct {
 	inUse atomic.Pointer[func(name string) bool]
 }
 
-// Open opens (creating if needed) the aside area under root and counts
-// the links it holds.
-func Open(root string) (*Area, error) {
-	dir := filepath.Join(root, areaDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("aside: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(root, Dir, "README"), []byte(readme), 0o600); err != nil {
-		return nil, fmt.Errorf("aside: %w", err)
-	}
-	a := &Area{
-		root:  root,
-		base:  strconv.FormatInt(time.Now().UnixNano(), 36),
-		links: map[uint64]uint32{},
-	}
-	entries, err := os.ReadDir(dir)
+// Open opens the aside area of the backing root rootFd (an O_PATH
+// descriptor the caller keeps open), creating it if the root has no
+// Dir, and counts the links it holds. token binds the area to one
+// journal: a new Dir gets it, an existing one must carry it.
+func Open(rootFd int, token string) (*Area, error) {
+	priv, err := openPrivate(rootFd, token)
 	if err != nil {
-		return nil, fmt.Errorf("aside: %w", err)
+		return nil, err
 	}
-	for _, e := range entries {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(filepath.Join(dir, e.Name()), &st); err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+	defer unix.Close(priv)
+	if err := ensureDir(priv, "aside"); err != nil {
+		return nil, err
+	}
+	dir, err := unix.Openat(priv, "aside", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, foreign("%s cannot be opened as a directory without following a link (%v)", areaDir, err)
+	}
+	if err := writeFile(priv, "README", readme); err != nil {
+		unix.Close(dir)
+		return nil, err
+	}
+	a := &Area{dir: dir, base: strconv.FormatInt(time.Now().UnixNano(), 36), links: map[uint64]uint32{}}
+	err = a.each(func(name string, st *unix.Stat_t) error {
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 			a.links[st.Ino]++
 		}
+		return nil
+	})
+	if err != nil {
+		unix.Close(dir)
+		return nil, err
 	}
 	a.held.Store(int64(len(a.links)))
 	return a, nil
+}
+
+// Close closes the area's descriptor.
+func (a *Area) Close() error { return unix.Close(a.dir) }
+
+// openPrivate opens Dir beneath the root, making it if absent, and
+// checks that it is cowfs's for this journal (see the package doc).
+//
+// A new Dir is made with its token before anything goes into it. A
+// crash in between leaves an empty Dir owned by the daemon's user and
+// closed to others, which cannot steer anything: it is adopted.
+func openPrivate(root int, token string) (int, error) {
+	if err := ensureDir(root, Dir); err != nil {
+		return -1, err
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(root, Dir, &how)
+	if err != nil {
+		return -1, foreign("it cannot be opened as a directory without following a link (%v)", err)
+	}
+	if err := checkPrivate(fd, token); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// checkPrivate checks the open Dir fd: a directory of the daemon's user,
+// closed to others, whose id file holds token — or, freshly made, empty
+// (then it gets token).
+func checkPrivate(fd int, token string) error {
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		return fmt.Errorf("aside: %w", err)
+	}
+	if st.Uid != uint32(os.Geteuid()) {
+		return foreign("it is owned by uid %d", st.Uid)
+	}
+	if st.Mode&0o077 != 0 {
+		return foreign("its mode is %04o; cowfs makes it 0700", st.Mode&0o7777)
+	}
+	empty, err := emptyDir(fd)
+	if err != nil {
+		return fmt.Errorf("aside: list %s: %w", Dir, err)
+	}
+	if empty {
+		return writeFile(fd, "id", token+"\n")
+	}
+	id, err := readFile(fd, "id")
+	if err != nil {
+		return foreign("it has no readable id file (%v)", err)
+	}
+	if strings.TrimSpace(id) != token {
+		return foreign("its id does not match this workspace's journal")
+	}
+	return nil
+}
+
+// emptyDir reports whether the directory fd has no entries.
+func emptyDir(fd int) (bool, error) {
+	own, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	f := os.NewFile(uintptr(own), Dir)
+	defer f.Close()
+	return backing.EmptyDir(f)
+}
+
+func foreign(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrForeign, fmt.Sprintf(format, args...))
+}
+
+// ensureDir makes directory name in dir (mode 0700) unless something
+// has that name.
+func ensureDir(dir int, name string) error {
+	if err := unix.Mkdirat(dir, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("aside: make %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeFile replaces file name in dir with content, not following a
+// symlink there.
+func writeFile(dir int, name, content string) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("aside: write %s/%s: %w", Dir, name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("aside: write %s/%s: %w", Dir, name, err)
+	}
+	return nil
+}
+
+func readFile(dir int, name string) (string, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	b := make([]byte, 128)
+	n, err := f.Read(b)
+	if err != nil {
+		return "", err
+	}
+	return string(b[:n]), nil
+}
+
+// each calls fn for every entry of the area with its lstat.
+func (a *Area) each(fn func(name string, st *unix.Stat_t) error) error {
+	fd, err := unix.Openat(a.dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("aside: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), areaDir)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("aside: list: %w", err)
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(a.dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		if err := fn(name, &st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewName returns a name no inode in the area has had before.
@@ -99,63 +271,98 @@ func (a *Area) NewName() string {
 // Path returns the backing-relative path of name.
 func (a *Area) Path(name string) string { return areaDir + "/" + name }
 
-func (a *Area) abs(name string) (string, error) {
-	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
-		return "", fmt.Errorf("aside: invalid name %q", name)
-	}
-	return filepath.Join(a.root, areaDir, name), nil
+// Name returns the entry name of a backing-relative path in the area.
+func Name(p string) (string, bool) {
+	name, ok := strings.CutPrefix(p, Prefix)
+	return name, ok && validName(name)
 }
 
-// MoveIn renames the entry at path (an absolute path in the backing
-// directory) into the area as name. st is its lstat.
-func (a *Area) MoveIn(path, name string, st *syscall.Stat_t) error {
-	dst, err := a.abs(name)
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+func checkName(name string) error {
+	if !validName(name) {
+		return fmt.Errorf("aside: invalid name %q", name)
+	}
+	return nil
+}
+
+// Stat returns the lstat of entry name.
+func (a *Area) Stat(name string) (*unix.Stat_t, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(a.dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: a.Path(name), Err: err}
+	}
+	return &st, nil
+}
+
+// OpenEntry opens entry name with flags (O_NOFOLLOW implied).
+func (a *Area) OpenEntry(name string, flags int) (int, error) {
+	if err := checkName(name); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Openat(a.dir, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: a.Path(name), Err: err}
+	}
+	return fd, nil
+}
+
+// MoveIn renames entry from in directory dir (a descriptor) into the
+// area as name, never replacing an entry there. st is its lstat.
+func (a *Area) MoveIn(dir int, from, name string, st *unix.Stat_t) error {
+	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := syscall.Rename(path, dst); err != nil {
-		return fmt.Errorf("aside: move %s aside: %w", path, err)
+	if err := unix.Renameat2(dir, from, a.dir, name, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("aside: move %s aside: %w", from, err)
 	}
 	a.count(st.Mode, st.Ino, +1)
 	return nil
 }
 
-// LinkIn makes name in the area a hard link to the non-directory at
-// path, so the inode survives path being replaced.
-func (a *Area) LinkIn(path, name string, st *syscall.Stat_t) error {
-	dst, err := a.abs(name)
-	if err != nil {
+// LinkIn makes name in the area a hard link to the non-directory from
+// in directory dir, so the inode survives from being replaced.
+func (a *Area) LinkIn(dir int, from, name string, st *unix.Stat_t) error {
+	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := syscall.Link(path, dst); err != nil {
-		return fmt.Errorf("aside: keep %s aside: %w", path, err)
+	if err := unix.Linkat(dir, from, a.dir, name, 0); err != nil {
+		return fmt.Errorf("aside: keep %s aside: %w", from, err)
 	}
 	a.count(st.Mode, st.Ino, +1)
 	return nil
 }
 
-// MoveOut renames name back to path (an absolute path in the backing
-// directory). st is the lstat of the entry when it went in.
-func (a *Area) MoveOut(name, path string, st *syscall.Stat_t) error {
-	src, err := a.abs(name)
-	if err != nil {
+// LinkFd makes name in the area a hard link to the inode descriptor fd
+// holds (linkat AT_EMPTY_PATH: an O_TMPFILE file, say).
+func (a *Area) LinkFd(fd int, name string, st *unix.Stat_t) error {
+	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := syscall.Rename(src, path); err != nil {
+	if err := unix.Linkat(fd, "", a.dir, name, unix.AT_EMPTY_PATH); err != nil {
+		return fmt.Errorf("aside: keep %s: %w", name, err)
+	}
+	a.count(st.Mode, st.Ino, +1)
+	return nil
+}
+
+// MoveOut renames entry name back to to in directory dir, never
+// replacing what is there. st is the lstat of the entry.
+func (a *Area) MoveOut(name string, dir int, to string, st *unix.Stat_t) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := unix.Renameat2(a.dir, name, dir, to, unix.RENAME_NOREPLACE); err != nil {
 		return fmt.Errorf("aside: move %s back: %w", name, err)
 	}
 	a.count(st.Mode, st.Ino, -1)
 	return nil
 }
-
-// Added and Removed keep the link counts right when another package
-// (rollback) moves an inode (stat st) into or out of the area itself.
-// They take the inode's mode and number.
-func (a *Area) Added(mode uint32, ino uint64)   { a.count(mode, ino, +1) }
-func (a *Area) Removed(mode uint32, ino uint64) { a.count(mode, ino, -1) }
-
-// Prefix is the backing-relative path of the area, with a final slash.
-const Prefix = areaDir + "/"
 
 // SetInUse tells the area how to know an entry the kernel may still
 // use: an open file whose names were all removed lives on in its entry,
@@ -212,23 +419,17 @@ func (a *Area) FreeDeferred(name string) error {
 }
 
 func (a *Area) drop(name string) error {
-	p, err := a.abs(name)
-	if err != nil {
+	if err := checkName(name); err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(p, &st); err != nil {
-		if errors.Is(err, syscall.ENOENT) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(a.dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
 		return fmt.Errorf("aside: %w", err)
 	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		err = os.RemoveAll(p)
-	} else {
-		err = syscall.Unlink(p)
-	}
-	if err != nil && !errors.Is(err, syscall.ENOENT) {
+	if err := backing.RemoveAll(a.dir, name); err != nil {
 		return fmt.Errorf("aside: drop %s: %w", name, err)
 	}
 	a.count(st.Mode, st.Ino, -1)
@@ -265,19 +466,16 @@ func (a *Area) Links(ino uint64) uint32 {
 // records that named entries and freeing them. It must run before the
 // mount serves requests, when no new entry can appear.
 func (a *Area) Sweep(keep func(name string) bool) (int, error) {
-	entries, err := os.ReadDir(filepath.Join(a.root, areaDir))
-	if err != nil {
-		return 0, fmt.Errorf("aside: %w", err)
-	}
 	n := 0
-	for _, e := range entries {
-		if keep(e.Name()) {
-			continue
+	err := a.each(func(name string, _ *unix.Stat_t) error {
+		if keep(name) {
+			return nil
 		}
-		if err := a.drop(e.Name()); err != nil {
-			return n, err
+		if err := a.drop(name); err != nil {
+			return err
 		}
 		n++
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }

@@ -10,24 +10,36 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Tree is the backing directory. Every path given to it is relative to
-// its root and resolved beneath it without following any symlink, so
-// nothing outside the workspace is ever read, written or deleted
-// through it.
+// Tree is the backing directory, addressed by paths relative to its
+// root. Every path is resolved beneath the root without following any
+// symlink, so nothing outside the workspace is ever read, written or
+// deleted through it.
 type Tree struct {
 	fd int // O_PATH descriptor of the root
 }
 
-// ErrEscapes: a path names something outside the workspace.
-var ErrEscapes = errors.New("path leaves the workspace")
+// Errors a path given to a Tree can fail with before anything is
+// resolved.
+var (
+	// ErrEscapes: a path names something outside the workspace.
+	ErrEscapes = errors.New("path leaves the workspace")
+	// ErrBadPath: a path no filesystem can hold (a NUL byte).
+	ErrBadPath = errors.New("invalid path")
+)
 
 // NewTree wraps fd, an O_PATH descriptor of the backing root that the
 // caller keeps open.
 func NewTree(fd int) *Tree { return &Tree{fd: fd} }
 
+// Root returns the descriptor of the root.
+func (t *Tree) Root() int { return t.fd }
+
 // CleanPath checks that p is a relative path that stays beneath the
 // root and returns it in canonical form ("" for the root itself).
 func CleanPath(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%w: %q holds a NUL byte", ErrBadPath, p)
+	}
 	if strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("%w: %q is absolute", ErrEscapes, p)
 	}
@@ -43,63 +55,95 @@ func CleanPath(p string) (string, error) {
 
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-// Open opens rel with flags (O_NOFOLLOW is implied: a final symlink is
-// refused with ELOOP).
-func (t *Tree) Open(rel string, flags int, mode uint32) (*os.File, error) {
+// maxResolve bounds the path handed to one openat2: the kernel refuses
+// paths of PATH_MAX bytes or more, but a directory tree may be deeper
+// than that (every FUSE request names one component).
+const maxResolve = unix.PathMax - 256
+
+// openBeneath opens rel (clean, not empty) beneath directory dir with
+// flags, following no symlink. A path too long for one openat2 is
+// resolved in pieces, each beneath the directory the previous opened.
+func openBeneath(dir int, rel string, flags int, mode uint32) (int, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	start, owned := dir, false
+	for len(rel) > maxResolve {
+		cut := strings.LastIndexByte(rel[:maxResolve], '/')
+		if cut <= 0 {
+			return -1, unix.ENAMETOOLONG
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
+		fd, err := unix.Openat2(start, rel[:cut], &how)
+		if owned {
+			unix.Close(start)
+		}
+		if err != nil {
+			return -1, err
+		}
+		start, owned, rel = fd, true, rel[cut+1:]
+	}
+	how := unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: beneath}
+	fd, err := unix.Openat2(start, rel, &how)
+	if owned {
+		unix.Close(start)
+	}
+	return fd, err
+}
+
+// OpenFd opens rel with flags and returns the raw descriptor (O_NOFOLLOW
+// is implied: a final symlink is refused with ELOOP unless flags has
+// O_PATH, which then opens the symlink itself).
+func (t *Tree) OpenFd(rel string, flags int, mode uint32) (int, error) {
 	rel, err := CleanPath(rel)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	if rel == "" {
 		rel = "."
 	}
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Mode: uint64(mode), Resolve: beneath}
-	fd, err := unix.Openat2(t.fd, rel, &how)
+	fd, err := openBeneath(t.fd, rel, flags, mode)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+		return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return fd, nil
+}
+
+// Open is OpenFd wrapped in an *os.File.
+func (t *Tree) Open(rel string, flags int, mode uint32) (*os.File, error) {
+	fd, err := t.OpenFd(rel, flags, mode)
+	if err != nil {
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), rel), nil
 }
 
 // Lstat stats rel without following it if it is a symlink.
 func (t *Tree) Lstat(rel string) (*unix.Stat_t, error) {
-	if c, err := CleanPath(rel); err == nil && c == "" {
-		var st unix.Stat_t
-		if err := unix.Fstat(t.fd, &st); err != nil {
-			return nil, &os.PathError{Op: "lstat", Path: ".", Err: err}
-		}
-		return &st, nil
-	}
-	dir, name, err := t.parent(rel)
+	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(dir)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
+	defer unix.Close(fd)
+	st, err := Fstat(fd)
+	if err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: rel, Err: errors.Unwrap(err)}
 	}
-	return &st, nil
+	return st, nil
 }
 
 // Readlink returns the target of the symlink rel.
 func (t *Tree) Readlink(rel string) (string, error) {
-	dir, name, err := t.parent(rel)
+	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
 	if err != nil {
 		return "", err
 	}
-	defer unix.Close(dir)
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dir, name, buf)
-	if err != nil {
-		return "", &os.PathError{Op: "readlink", Path: rel, Err: err}
-	}
-	return string(buf[:n]), nil
+	defer unix.Close(fd)
+	return Readlink(fd)
 }
 
-// parent opens the directory holding rel (beneath the root) and returns
-// it with rel's last component.
-func (t *Tree) parent(rel string) (int, string, error) {
+// Parent opens the directory holding rel (beneath the root) as an
+// O_PATH descriptor, which the caller closes, and returns it with rel's
+// last component: for *at calls that must not follow that component.
+func (t *Tree) Parent(rel string) (int, string, error) {
 	rel, err := CleanPath(rel)
 	if err != nil {
 		return -1, "", err
@@ -108,11 +152,11 @@ func (t *Tree) parent(rel string) (int, string, error) {
 		return -1, "", fmt.Errorf("%w: the root has no parent", ErrEscapes)
 	}
 	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
 		dir = "."
 	}
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
-	fd, err := unix.Openat2(t.fd, dir, &how)
+	fd, err := openBeneath(t.fd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, "", &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -122,12 +166,12 @@ func (t *Tree) parent(rel string) (int, string, error) {
 // Rename renames from to to (both relative to the root) with renameat2
 // flags, resolving both parents beneath the root.
 func (t *Tree) Rename(from, to string, flags uint) error {
-	d1, n1, err := t.parent(from)
+	d1, n1, err := t.Parent(from)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(d1)
-	d2, n2, err := t.parent(to)
+	d2, n2, err := t.Parent(to)
 	if err != nil {
 		return err
 	}
@@ -145,6 +189,11 @@ func (t *Tree) Empty(rel string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
+	return EmptyDir(f)
+}
+
+// EmptyDir reports whether the open directory f has no entries.
+func EmptyDir(f *os.File) (bool, error) {
 	names, err := f.Readdirnames(1)
 	if len(names) == 0 {
 		return true, nil
@@ -201,105 +250,39 @@ func walkDir(dir *os.File, prefix string, fn func(sub string, st *unix.Stat_t) e
 // its mode: Linux has none to set). Owner goes first: chown clears
 // set-id bits that the mode then restores.
 func (t *Tree) SetAttr(rel string, mode, uid, gid uint32, atime, mtime int64, symlink bool) error {
-	ts := []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(mtime)}
-	if rel == "" {
-		rel = "."
-	}
-	if symlink {
-		dir, name, err := t.parent(rel)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(dir)
-		if err := unix.Fchownat(dir, name, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "lchown", Path: rel, Err: err}
-		}
-		if err := unix.UtimesNanoAt(dir, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "utimes", Path: rel, Err: err}
-		}
-		return nil
-	}
-	f, err := t.Open(rel, unix.O_PATH, 0)
+	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	// An O_PATH descriptor cannot be fchmod'ed; its /proc/self/fd link
-	// names exactly the inode opened beneath the root.
-	p := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-	if err := unix.Chown(p, int(uid), int(gid)); err != nil {
-		return &os.PathError{Op: "chown", Path: rel, Err: err}
+	defer unix.Close(fd)
+	if err := Chown(fd, int(uid), int(gid)); err != nil {
+		return err
 	}
-	if err := unix.Chmod(p, mode&07777); err != nil {
-		return &os.PathError{Op: "chmod", Path: rel, Err: err}
+	if !symlink {
+		if err := Chmod(fd, mode); err != nil {
+			return err
+		}
 	}
-	if err := unix.UtimesNano(p, ts); err != nil {
-		return &os.PathError{Op: "utimes", Path: rel, Err: err}
-	}
-	return nil
+	return Utimens(fd, unix.NsecToTimespec(atime), unix.NsecToTimespec(mtime))
 }
 
 // Getxattr returns the value of xattr name of rel, and whether it has
 // one.
 func (t *Tree) Getxattr(rel, name string) ([]byte, bool, error) {
-	p, closeFn, err := t.procPath(rel)
+	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
 	if err != nil {
 		return nil, false, err
 	}
-	defer closeFn()
-	for size := 256; ; {
-		buf := make([]byte, size)
-		n, err := unix.Lgetxattr(p, name, buf)
-		switch {
-		case errors.Is(err, unix.ENODATA):
-			return nil, false, nil
-		case errors.Is(err, unix.ERANGE):
-			if size, err = unix.Lgetxattr(p, name, nil); err != nil {
-				return nil, false, &os.PathError{Op: "getxattr", Path: rel, Err: err}
-			}
-			continue
-		case err != nil:
-			return nil, false, &os.PathError{Op: "getxattr", Path: rel, Err: err}
-		}
-		return buf[:n], true, nil
-	}
+	defer unix.Close(fd)
+	return Getxattr(fd, name)
 }
 
 // Setxattr sets xattr name of rel to value, or removes it if !exists.
 func (t *Tree) Setxattr(rel, name string, value []byte, exists bool) error {
-	p, closeFn, err := t.procPath(rel)
+	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	if exists {
-		err = unix.Lsetxattr(p, name, value, 0)
-	} else if err = unix.Lremovexattr(p, name); errors.Is(err, unix.ENODATA) {
-		err = nil
-	}
-	if err != nil {
-		return &os.PathError{Op: "setxattr", Path: rel, Err: err}
-	}
-	return nil
-}
-
-// procPath returns a path that names rel's inode without resolving any
-// user-controlled component again: /proc/self/fd/N/NAME, where N is
-// rel's parent opened beneath the root. The final component is not
-// followed by the l*xattr calls that use it.
-func (t *Tree) procPath(rel string) (string, func(), error) {
-	if c, err := CleanPath(rel); err != nil {
-		return "", nil, err
-	} else if c == "" {
-		f, err := t.Open("", unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return "", nil, err
-		}
-		return fmt.Sprintf("/proc/self/fd/%d", f.Fd()), func() { f.Close() }, nil
-	}
-	dir, name, err := t.parent(rel)
-	if err != nil {
-		return "", nil, err
-	}
-	return fmt.Sprintf("/proc/self/fd/%d/%s", dir, name), func() { unix.Close(dir) }, nil
+	defer unix.Close(fd)
+	return PutXattr(fd, name, value, exists)
 }

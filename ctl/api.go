@@ -100,6 +100,10 @@ type Status struct {
 	LatestTurn uint64 `json:"latest_turn,omitempty"`
 
 	JournalBytes int64 `json:"journal_bytes"` // on disk
+	// JournalError says why the journal became unusable (its directory
+	// deleted, its filesystem read-only): changes that need a record
+	// fail with EIO until the daemon is restarted on a usable journal.
+	JournalError string `json:"journal_error,omitempty"`
 	// Unrevertable counts the rollbacks since the last turn began; the
 	// latest can be unreverted.
 	Unrevertable int `json:"unrevertable"`
@@ -266,6 +270,9 @@ const (
 	// EventGap says events before seq have left the window: a client
 	// asked for them with ?since but they are gone.
 	EventGap = "gap"
+	// EventJournalError says the journal became unusable (message says
+	// why); it ends a followed stream.
+	EventJournalError = "journal_error"
 )
 
 // Event is one line of GET /v1/events.
@@ -297,6 +304,9 @@ type Event struct {
 	Target   uint64          `json:"target,omitempty"`
 	Counts   *RollbackCounts `json:"counts,omitempty"`
 	Marker   *Marker         `json:"marker,omitempty"`
+
+	// journal_error.
+	Message string `json:"message,omitempty"`
 }
 
 // DiffRequest is the query of GET /v1/diff.

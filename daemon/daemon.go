@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -104,6 +105,11 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if d.loc, err = Locate(ws); err != nil {
 		return nil, err
 	}
+	jdir := journalDir(opts, d.loc)
+	d.opts.JournalDir = jdir
+	if err := checkPlacement(ws, mnt, d.loc.Dir, jdir); err != nil {
+		return nil, err
+	}
 	if err := refuseLiveMount(mnt, d.loc); err != nil {
 		return nil, err
 	}
@@ -111,11 +117,6 @@ func Start(opts Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 
-	jdir := opts.JournalDir
-	if jdir == "" {
-		jdir = d.loc.Journal()
-	}
-	d.opts.JournalDir = jdir
 	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, Sync: opts.Sync, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -131,8 +132,15 @@ func Start(opts Options) (_ *Daemon, err error) {
 	}
 	d.rootDev = st.Dev
 	d.tree = backing.NewTree(d.rootFd)
-	backing := fmt.Sprintf("/proc/self/fd/%d", d.rootFd)
-	if d.area, err = aside.Open(backing); err != nil {
+	token, err := d.j.Binding()
+	if err != nil {
+		return nil, err
+	}
+	if d.area, err = aside.Open(d.rootFd, token); err != nil {
+		if errors.Is(err, aside.ErrForeign) {
+			p := filepath.Join(ws, aside.Dir)
+			return nil, fmt.Errorf("%w: %s is not cowfs's private directory for this workspace (%v); cowfs did not use, change or delete anything in it. Move it away (mv %s %s.old) and mount again", ErrPlacement, p, err, p, p)
+		}
 		return nil, err
 	}
 	// Finish a rollback and a prune a crash interrupted, before
@@ -148,7 +156,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	}
 
 	d.mount, err = fs.New(fs.Config{
-		Backing: backing, Mountpoint: mnt, FsName: ws,
+		Root: d.rootFd, Mountpoint: mnt, FsName: ws,
 		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
 		CacheTimeout: opts.CacheTimeout,
 	})
@@ -247,6 +255,9 @@ func (d *Daemon) release() {
 		if err := d.j.Close(); err != nil {
 			d.log.Error("closing journal", "err", err)
 		}
+	}
+	if d.area != nil {
+		d.area.Close()
 	}
 	if d.rootFd >= 0 {
 		unix.Close(d.rootFd)

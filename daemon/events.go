@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"strings"
+	"time"
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/ctl"
@@ -43,6 +43,9 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 		if err != nil || !follow {
 			return err
 		}
+		if err := j.Broken(); err != nil {
+			return emit(ctl.Event{Seq: next - 1, Time: time.Now(), Type: ctl.EventJournalError, Message: err.Error()})
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -58,7 +61,7 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 func eventOf(r *journal.Record) (ctl.Event, bool) {
 	e := ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: ctl.EventChange,
 		Path: r.Path, Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
-	if r.Group != 0 || inPrivate(r.Path) && r.Kind != journal.KindRename {
+	if r.Group != 0 || aside.Private(r.Path) && r.Kind != journal.KindRename {
 		return e, false
 	}
 	switch r.Kind {
@@ -80,7 +83,7 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 	case journal.KindRemove:
 		e.Kind = journal.Deleted
 	case journal.KindRename:
-		if inPrivate(r.Path2) {
+		if aside.Private(r.Path2) {
 			return e, false
 		}
 		e.Kind, e.From, e.Path = journal.Renamed, r.Path, r.Path2
@@ -102,5 +105,3 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 	}
 	return e, true
 }
-
-func inPrivate(p string) bool { return p == aside.Dir || strings.HasPrefix(p, aside.Dir+"/") }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +29,9 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
 		JournalBytes: d.j.Size(),
+	}
+	if err := d.j.Broken(); err != nil {
+		st.JournalError = err.Error()
 	}
 	ts, err := d.j.Turns()
 	if err != nil {
@@ -175,7 +177,7 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 func visible(cs []journal.Change) []journal.Change {
 	out := cs[:0]
 	for _, c := range cs {
-		if c.Path != aside.Dir && !strings.HasPrefix(c.Path, aside.Dir+"/") {
+		if !aside.Private(c.Path) {
 			out = append(out, c)
 		}
 	}
@@ -221,7 +223,7 @@ func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, 
 	if err != nil {
 		return nil, apiError(err)
 	}
-	if rel == aside.Dir || strings.HasPrefix(rel, aside.Dir+"/") {
+	if aside.Private(rel) {
 		return nil, ctl.Errorf(ctl.CodeNotFound, "%s is not in the workspace", path)
 	}
 	t, err := s.findTurn(at)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/posixtest"
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
@@ -33,11 +34,16 @@ func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *as
 	os.Mkdir(backing, 0o755)
 	os.Mkdir(mnt, 0o755)
 	j = journal.TestJournal(t, journal.Options{})
-	a, err := aside.Open(backing)
+	root, err := unix.Open(backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Backing: backing, Mountpoint: mnt, Journal: j, Aside: a})
+	t.Cleanup(func() { unix.Close(root) })
+	a, err = aside.Open(root, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Root: root, Mountpoint: mnt, Journal: j, Aside: a})
 	if err != nil {
 		t.Fatal(err)
 	}

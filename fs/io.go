@@ -6,6 +6,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Opens are not seen. Node.Open answers ENOSYS, and the kernel then stops
@@ -25,9 +26,9 @@ import (
 // No request carries a handle: once opens are off the kernel sends no
 // RELEASE either, not even for files CREATE opened, so CREATE returns
 // none. A request is served through a descriptor opened for it on the
-// node's own path (Node.rel) beneath the root, following no symlink:
-// the same file a handle would have held. A file made with O_TMPFILE
-// gets such a path in the aside area (Node.Tmpfile).
+// node's own inode (handle.go), following no symlink: the same file a
+// handle would have held. A file made with O_TMPFILE is kept in the
+// aside area, where requests reach it (Node.Tmpfile).
 //
 // A file whose names were all removed while open is kept aside — even
 // one created in the same epoch (Node.keptWhileUsed) — and its aside
@@ -49,41 +50,39 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	return nil, 0, syscall.ENOSYS
 }
 
-// ioFile opens n's backing file with flags for one request, on n's own
-// path; done closes it. Only regular files and directories are opened
-// (a FIFO would block).
-func (n *Node) ioFile(flags int) (f *file, done func(), e syscall.Errno) {
+// ioFile opens n's backing file with flags for one request (handle.go);
+// done closes it. Only regular files and directories are opened (a
+// FIFO would block).
+func (n *Node) ioFile(flags int) (fd int, done func(), e syscall.Errno) {
 	if !n.opensOwn() {
-		return nil, nil, syscall.EBADF
+		return -1, nil, syscall.EBADF
 	}
-	lf, e := n.openOwn(uint32(flags | syscall.O_NOFOLLOW))
+	// The kernel computes append offsets; FMODE_EXEC is not an open flag.
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	fd, e = n.open(flags)
 	if e != 0 {
-		return nil, nil, e
+		return -1, nil, e
 	}
-	f, err := wrapFile(lf)
-	if err != nil {
-		return nil, nil, errno(err)
-	}
-	return f, func() { f.Release(context.Background()) }, 0
+	return fd, func() { unix.Close(fd) }, 0
 }
 
 // opensOwn reports whether ioFile can open n: a regular file or a
 // directory.
 func (n *Node) opensOwn() bool {
-	t := n.StableAttr().Mode & syscall.S_IFMT
+	t := n.typ()
 	return t == syscall.S_IFREG || t == syscall.S_IFDIR
 }
 
 var _ = (gofs.NodeReader)((*Node)(nil))
 
 func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f, done, e := n.ioFile(syscall.O_RDONLY)
+	fd, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return nil, e
 	}
 	defer done()
 	// Read now: go-fuse would splice from a ReadResultFd after done.
-	m, err := syscall.Pread(f.fd, buf, off)
+	m, err := unix.Pread(fd, buf, off)
 	if err != nil {
 		return nil, errno(err)
 	}
@@ -92,33 +91,30 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int
 
 var _ = (gofs.NodeFsyncer)((*Node)(nil))
 
+// fsyncDatasync is FUSE_FSYNC_FDATASYNC: only the data need be synced.
+const fsyncDatasync = 1
+
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
-	f, done, e := n.ioFile(syscall.O_RDONLY)
+	fd, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return e
 	}
 	defer done()
-	return f.Fsync(ctx, flags)
+	if flags&fsyncDatasync != 0 {
+		return errno(unix.Fdatasync(fd))
+	}
+	return errno(unix.Fsync(fd))
 }
 
 var _ = (gofs.NodeLseeker)((*Node)(nil))
 
 // Lseek answers SEEK_DATA and SEEK_HOLE from the backing file.
 func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
-	f, done, e := n.ioFile(syscall.O_RDONLY)
+	fd, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return 0, e
 	}
 	defer done()
-	return f.Lseek(ctx, off, whence)
-}
-
-// setattrFlags are the flags ioFile opens n with for SETATTR in:
-// write access to change a file's size; none otherwise, since fchmod,
-// fchown and futimens work on any descriptor.
-func (n *Node) setattrFlags(in *fuse.SetAttrIn) int {
-	if _, ok := in.GetSize(); ok && n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG {
-		return syscall.O_WRONLY
-	}
-	return syscall.O_RDONLY
+	r, err := unix.Seek(fd, int64(off), int(whence))
+	return uint64(r), errno(err)
 }

@@ -14,15 +14,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
 // Config describes one mount.
 type Config struct {
-	// Backing is a path to the backing directory that stays valid once
-	// the mount covers it: for a mount in place, /proc/self/fd/N of a
-	// descriptor opened before mounting.
-	Backing string
+	// Root is an O_PATH descriptor of the backing directory, opened
+	// before the mount covers it (for a mount in place). The mount
+	// keeps a duplicate; the caller keeps its own.
+	Root int
 	// Mountpoint is where the workspace's view appears.
 	Mountpoint string
 	// FsName is shown as the source in the mount table.
@@ -63,30 +64,33 @@ var ErrNotPermitted = errors.New("not permitted to mount (run as root, or with C
 
 // New mounts the workspace described by cfg and starts serving it.
 func New(cfg Config) (*Mount, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(cfg.Backing, &st); err != nil {
-		return nil, fmt.Errorf("backing directory: %w", err)
-	}
-	rootFd, err := unix.Open(cfg.Backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("backing directory: %w", err)
-	}
 	if err := syscall.Access("/dev/fuse", unix.R_OK|unix.W_OK); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return nil, ErrNoFUSE
 		}
 		return nil, fmt.Errorf("%w: /dev/fuse: %v", ErrNotPermitted, err)
 	}
+	rootFd, err := unix.FcntlInt(uintptr(cfg.Root), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("backing directory: %w", err)
+	}
+	st, err := backing.Fstat(rootFd)
+	if err != nil {
+		unix.Close(rootFd)
+		return nil, fmt.Errorf("backing directory: %w", err)
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	data := &gofs.LoopbackRoot{Path: cfg.Backing, Dev: uint64(st.Dev)}
-	root := &Node{
-		LoopbackNode: &gofs.LoopbackNode{RootData: data},
-		fs:           &filesystem{rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd},
-	}
-	data.RootNode = root
+	// The kernel applies the caller's umask to the modes it sends; the
+	// daemon must not apply its own on top (creds.go).
+	syscall.Umask(0)
+	root := &Node{fs: &filesystem{
+		rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd,
+		tree: backing.NewTree(rootFd), rootDev: st.Dev,
+	}}
+	root.fs.dirs.limit = dirLimit()
 
 	timeout := cfg.CacheTimeout
 	switch {
@@ -125,7 +129,7 @@ func New(cfg Config) (*Mount, error) {
 	// knows the node.
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
-	root.fs.orphans.left = root.fs.freeKept
+	root.fs.orphans.left = func(p string) { root.fs.apart(func() { root.fs.freeKept(p) }) }
 	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
 	if err != nil {
 		unix.Close(rootFd)
@@ -144,7 +148,12 @@ func New(cfg Config) (*Mount, error) {
 // Wait returns when the kernel has ended the mount.
 func (m *Mount) Wait() {
 	m.server.Wait()
-	m.closeOnce.Do(func() { unix.Close(m.root.fs.root) })
+	m.closeOnce.Do(func() {
+		fs := m.root.fs
+		fs.bg.Wait() // what OnForget started uses the descriptors
+		fs.dirs.close()
+		unix.Close(fs.root)
+	})
 }
 
 // Unmount unmounts. If processes still use the workspace it detaches

@@ -2,23 +2,26 @@ package fs
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
-// Node is a file or directory of the mounted workspace. It is go-fuse's
-// LoopbackNode with every method that changes the backing directory
-// overridden to journal first; the others are inherited.
+// Node is a file or directory of the mounted workspace. It reaches its
+// backing inode only through descriptors (handle.go), never through a
+// path string, and every method that changes the backing directory
+// journals first.
 type Node struct {
-	*gofs.LoopbackNode
+	gofs.Inode
 	fs *filesystem
 
 	// movedTo is where the node lives (backing-relative) when go-fuse
@@ -26,27 +29,53 @@ type Node struct {
 	// open (it is in the aside area), or a rollback moved it under a
 	// directory go-fuse does not know. See orphans.go.
 	movedTo atomic.Pointer[string]
-}
 
-var _ = (gofs.NodeWrapChilder)((*Node)(nil))
-
-// WrapChild makes every node go-fuse creates under a Node a Node too.
-func (n *Node) WrapChild(ctx context.Context, ops gofs.InodeEmbedder) gofs.InodeEmbedder {
-	return &Node{LoopbackNode: ops.(*gofs.LoopbackNode), fs: n.fs}
+	// dir caches a descriptor of a directory node (handle.go).
+	dir dirFd
 }
 
 // filesystem is what every node of one mount shares.
 type filesystem struct {
 	rec       *recorder
-	root      int  // O_PATH descriptor of the backing root
+	root      int // O_PATH descriptor of the backing root
+	tree      *backing.Tree
+	rootDev   uint64
 	keepCache bool // let the kernel keep pages and listings across opens
 	orphans   orphans
+	dirs      dirCache
 	dev       atomic.Uint64 // the mount's device number, once mounted
+	bg        sync.WaitGroup
+}
+
+// apart runs fn in a goroutine of its own, joined before the mount's
+// descriptors close: for work a FUSE callback must not wait for.
+func (fs *filesystem) apart(fn func()) {
+	fs.bg.Add(1)
+	go func() {
+		defer fs.bg.Done()
+		fn()
+	}()
+}
+
+// newNode returns a node for a backing inode with stat st and
+// generation gen (backing.Lstatat).
+func (n *Node) newNode(ctx context.Context, st *unix.Stat_t, gen uint64) *gofs.Inode {
+	return n.NewInode(ctx, &Node{fs: n.fs}, n.fs.stable(st, gen))
+}
+
+// stable is the identity go-fuse gives the kernel for an inode: the
+// backing inode number, with the device mixed in if it is not the
+// root's (journal.InodeID does the same), and its birth time as the
+// generation, so a number reused after a deletion is a new inode.
+func (fs *filesystem) stable(st *unix.Stat_t, gen uint64) gofs.StableAttr {
+	return gofs.StableAttr{Mode: st.Mode, Ino: fs.idOf(st), Gen: gen}
 }
 
 // rel returns the node's path relative to the backing root, and false
 // if the node has no name (deleted, not kept aside). It walks go-fuse's
 // parents; a parentless ancestor contributes where it was moved to.
+// Paths are for the journal and the kernel's caches only: the backing
+// directory is reached through descriptors (handle.go).
 func (n *Node) rel() (string, bool) {
 	var segs []string
 	cur := n.EmbeddedInode()
@@ -73,38 +102,28 @@ func (n *Node) rel() (string, bool) {
 	return strings.Join(segs, "/"), true
 }
 
-// abs returns the backing path for a backing-relative path.
-func (n *Node) abs(rel string) string {
-	if rel == "" {
-		return n.RootData.Path
-	}
-	return n.RootData.Path + "/" + rel
-}
-
-// child returns the backing-relative and absolute paths of name in n.
-func (n *Node) child(name string) (rel, abs string, ok bool) {
+// child returns the backing-relative path of name in n.
+func (n *Node) child(name string) (string, bool) {
 	dir, ok := n.rel()
 	if !ok {
-		return "", "", false
+		return "", false
 	}
-	rel = filepath.Join(dir, name)
-	return rel, n.abs(rel), true
+	if dir == "" {
+		return name, true
+	}
+	return dir + "/" + name, true
 }
 
 // idOf returns the identity records give the inode with stat st.
-func (n *Node) idOf(st *syscall.Stat_t) uint64 {
-	return journal.InodeID(uint64(st.Dev), st.Ino, n.RootData.Dev)
+func (n *Node) idOf(st *unix.Stat_t) uint64 { return n.fs.idOf(st) }
+
+// idOf returns the identity of the inode with stat st.
+func (fs *filesystem) idOf(st *unix.Stat_t) uint64 {
+	return journal.InodeID(st.Dev, st.Ino, fs.rootDev)
 }
 
-// dirChange journals directory n's attributes before its first entry
-// change in this epoch.
-func (n *Node) dirChange(c *change) error {
-	dir, ok := n.rel()
-	if !ok {
-		return syscall.ENOENT
-	}
-	return c.dirent(n.StableAttr().Ino, n.abs(dir), dir)
-}
+// typ is the node's file type (S_IFMT bits).
+func (n *Node) typ() uint32 { return n.StableAttr().Mode & syscall.S_IFMT }
 
 // openFlags are the FOPEN flags of an open file: the kernel keeps the
 // file's pages across opens, since every write reaches it through this
@@ -132,12 +151,20 @@ func (n *Node) childNode(name string) *Node {
 	return nil
 }
 
-// fixNlink subtracts the names the aside area holds from a link count,
-// so the workspace sees the count it would see without cowfs: an open
-// file that was deleted has no links.
-func (n *Node) fixNlink(a *fuse.Attr) {
-	if k := n.fs.rec.aside.Links(a.Ino); k > 0 {
-		a.Nlink -= min(k, a.Nlink)
+// attrOut fills out from st, with the link count the workspace would
+// see without the aside area: an open file that was deleted has none.
+func (n *Node) attrOut(out *fuse.Attr, st *unix.Stat_t) {
+	*out = fuse.Attr{
+		Ino: n.fs.idOf(st), Size: uint64(st.Size), Blocks: uint64(st.Blocks),
+		Atime: uint64(st.Atim.Sec), Atimensec: uint32(st.Atim.Nsec),
+		Mtime: uint64(st.Mtim.Sec), Mtimensec: uint32(st.Mtim.Nsec),
+		Ctime: uint64(st.Ctim.Sec), Ctimensec: uint32(st.Ctim.Nsec),
+		Mode: st.Mode, Nlink: uint32(st.Nlink),
+		Owner: fuse.Owner{Uid: st.Uid, Gid: st.Gid},
+		Rdev:  uint32(st.Rdev), Blksize: uint32(st.Blksize),
+	}
+	if k := n.fs.rec.aside.Links(st.Ino); k > 0 {
+		out.Nlink -= min(k, out.Nlink)
 	}
 }
 
@@ -147,12 +174,18 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if n.hidden(name) {
 		return nil, syscall.ENOENT
 	}
-	old := n.GetChild(name)
-	ch, e := n.LoopbackNode.Lookup(ctx, name, out)
+	dir, done, e := n.inode()
 	if e != 0 {
 		return nil, e
 	}
-	n.fixNlink(&out.Attr)
+	st, gen, err := backing.Lstatat(dir, name)
+	done()
+	if err != nil {
+		return nil, errno(err)
+	}
+	n.attrOut(&out.Attr, st)
+	old := n.GetChild(name)
+	ch := n.newNode(ctx, st, gen)
 	if old != nil && old != ch && old.StableAttr() == ch.StableAttr() {
 		// The same inode, known to go-fuse by an object the kernel has
 		// forgotten but go-fuse kept, because it still has children
@@ -165,54 +198,13 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	return ch, 0
 }
 
-var _ = (gofs.NodeOpendirHandler)((*Node)(nil))
+var _ = (gofs.NodeStatfser)((*Node)(nil))
 
-// OpendirHandle lets the kernel cache listings (FOPEN_CACHE_DIR): it
-// drops the cache itself when an entry changes through the mount, and a
-// rollback invalidates the directories it changes.
-func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	fh, fl, e := n.LoopbackNode.OpendirHandle(ctx, flags)
-	if e != 0 {
-		return fh, fl, e
+func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(n.fs.root, &st); err != nil {
+		return errno(err)
 	}
-	if n.fs.keepCache {
-		fl |= fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
-	}
-	if n.IsRoot() {
-		fh = &hidingDir{fh}
-	}
-	return fh, fl, 0
-}
-
-// hidingDir is the root directory's listing without cowfs's private
-// directory.
-type hidingDir struct{ gofs.FileHandle }
-
-var (
-	_ gofs.FileReaddirenter = (*hidingDir)(nil)
-	_ gofs.FileSeekdirer    = (*hidingDir)(nil)
-	_ gofs.FileReleasedirer = (*hidingDir)(nil)
-	_ gofs.FileFsyncdirer   = (*hidingDir)(nil)
-)
-
-func (d *hidingDir) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	r := d.FileHandle.(gofs.FileReaddirenter)
-	for {
-		de, e := r.Readdirent(ctx)
-		if e != 0 || de == nil || de.Name != aside.Dir {
-			return de, e
-		}
-	}
-}
-
-func (d *hidingDir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	return d.FileHandle.(gofs.FileSeekdirer).Seekdir(ctx, off)
-}
-
-func (d *hidingDir) Releasedir(ctx context.Context, flags uint32) {
-	d.FileHandle.(gofs.FileReleasedirer).Releasedir(ctx, flags)
-}
-
-func (d *hidingDir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
-	return d.FileHandle.(gofs.FileFsyncdirer).Fsyncdir(ctx, flags)
+	out.FromStatfsT(&st)
+	return 0
 }

@@ -23,8 +23,9 @@ type orphans struct {
 	mu     sync.Mutex
 	at     map[string]*Node
 	placed int
-	// left, if set, is called, apart, with a place a node left for
-	// another: an aside entry kept only for that node can go.
+	// left, if set, is called with a place a node left for another: an
+	// aside entry kept only for that node can go. It must not block
+	// (it is called with o.mu held).
 	left func(p string)
 }
 
@@ -37,7 +38,7 @@ func (o *orphans) place(n *Node, p string) {
 			delete(o.at, *old)
 		}
 		if o.left != nil {
-			go o.left(*old)
+			o.left(*old)
 		}
 	}
 	n.movedTo.Store(&p)

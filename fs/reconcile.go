@@ -87,8 +87,6 @@ func (m *Mount) queueContent(n *gofs.Inode) {
 	m.inval.content[n] = true
 }
 
-func inAside(p string) bool { return p == aside.Dir || strings.HasPrefix(p, aside.Dir+"/") }
-
 // Moved records that from (identity ino, linked if it has other names)
 // was renamed to to. go-fuse's tree follows: the node moves under its
 // new parent if go-fuse knows that directory, or becomes parentless and
@@ -97,14 +95,14 @@ func inAside(p string) bool { return p == aside.Dir || strings.HasPrefix(p, asid
 func (m *Mount) Moved(from, to string, ino uint64, linked bool) {
 	fdir, fname := m.parent(from)
 	tdir, tname := m.parent(to)
-	if inAside(from) {
+	if aside.Private(from) {
 		fdir = nil
 	}
-	if inAside(to) {
+	if aside.Private(to) {
 		tdir = nil
 	}
 	known := m.node(from)
-	if inAside(from) {
+	if aside.Private(from) {
 		known = nil
 	}
 	m.changedInode(known, ino, linked) // its times, and link count
@@ -134,7 +132,7 @@ func (m *Mount) Exchanged(a, b string) {
 // detach takes the node at p out of go-fuse's tree (or out of the
 // orphans), if go-fuse knows it.
 func (m *Mount) detach(p string) *Node {
-	if dir, name := m.parent(p); dir != nil && !inAside(p) {
+	if dir, name := m.parent(p); dir != nil && !aside.Private(p) {
 		if ch := dir.GetChild(name); ch != nil {
 			n, _ := ch.Operations().(*Node)
 			dir.RmChild(name)
@@ -152,7 +150,7 @@ func (m *Mount) put(n *Node, p string) {
 	if n == nil {
 		return
 	}
-	if dir, name := m.parent(p); dir != nil && !inAside(p) {
+	if dir, name := m.parent(p); dir != nil && !aside.Private(p) {
 		dir.AddChild(name, n.EmbeddedInode(), true)
 		return
 	}

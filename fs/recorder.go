@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -104,6 +105,12 @@ func (r *recorder) begin(ctx context.Context, pid0 *who) *change {
 	return c
 }
 
+// who is the caller's identity, for acting with its credentials.
+func (c *change) who() caller {
+	r := c.caller.raw
+	return caller{uid: r.Uid, gid: r.Gid, tid: r.Pid}
+}
+
 // end closes the change; its operation has reached the backing directory
 // (or failed).
 func (c *change) end() { c.g.Leave() }
@@ -157,12 +164,12 @@ func (c *change) markCreated(ino uint64) {
 // touch journals the attributes of the object id at path (stat st)
 // before its first change in this epoch. s is id's state, locked by the
 // caller. It returns the record it made, or nil if none was needed.
-func (c *change) touch(s *inodeState, id uint64, path string, st *syscall.Stat_t, cause journal.Cause) (*journal.Record, error) {
+func (c *change) touch(s *inodeState, id uint64, path string, st *unix.Stat_t, cause journal.Cause) (*journal.Record, error) {
 	if s.attr || s.created {
 		return nil, nil
 	}
 	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: path,
-		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(st)}
+		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: journal.AttrOf(st)}
 	if err := c.record(rec, nil); err != nil {
 		return nil, err
 	}
@@ -182,7 +189,7 @@ func (c *change) untouch(s *inodeState, rec *journal.Record) {
 // save journals the pre-image of bytes [lo, hi) of the file at path,
 // read from src, as far as they existed at the first touch and are not
 // journaled yet. touch must have run. s is locked by the caller.
-func (c *change) save(s *inodeState, id uint64, path string, src func() (*os.File, error), lo, hi int64) error {
+func (c *change) save(s *inodeState, id uint64, path string, src func() (io.ReaderAt, func(), error), lo, hi int64) error {
 	if s.created {
 		return nil
 	}
@@ -191,11 +198,11 @@ func (c *change) save(s *inodeState, id uint64, path string, src func() (*os.Fil
 	if len(gaps) == 0 {
 		return nil
 	}
-	f, err := src()
+	f, done, err := src()
 	if err != nil {
 		return fmt.Errorf("open pre-image of %s: %w", path, err)
 	}
-	defer f.Close()
+	defer done()
 	for _, g := range gaps {
 		rec := &journal.Record{Kind: journal.KindData, Path: path, Type: syscall.S_IFREG, Ino: id, Off: g.lo, Len: g.hi - g.lo}
 		if err := c.record(rec, f); err != nil {
@@ -206,28 +213,21 @@ func (c *change) save(s *inodeState, id uint64, path string, src func() (*os.Fil
 	return nil
 }
 
-// dirent journals the attributes of directory id (at abs, and rel
-// relative to the backing root) before its first entry change in this
-// epoch, so undo can put its times back.
-func (c *change) dirent(id uint64, abs, rel string) error {
+// dirent journals the attributes of directory id (descriptor dir, at
+// rel relative to the backing root) before its first entry change in
+// this epoch, so undo can put its times back.
+func (c *change) dirent(id uint64, dir int, rel string) error {
 	s := c.state(id)
 	defer s.mu.Unlock()
 	if s.attr || s.created {
 		return nil
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(abs, &st); err != nil {
+	st, err := backing.Fstat(dir)
+	if err != nil {
 		return fmt.Errorf("stat %s: %w", rel, err)
 	}
-	_, err := c.touch(s, id, rel, &st, journal.CauseDirent)
+	_, err = c.touch(s, id, rel, st, journal.CauseDirent)
 	return err
-}
-
-func attrOf(st *syscall.Stat_t) journal.Attr {
-	return journal.Attr{
-		Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size, Nlink: uint32(st.Nlink),
-		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano(),
-	}
 }
 
 // errno converts an error to the errno FUSE returns. go-fuse's ToErrno
@@ -235,6 +235,9 @@ func attrOf(st *syscall.Stat_t) journal.Attr {
 func errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
+	}
+	if errors.Is(err, journal.ErrUnusable) {
+		return syscall.EIO // not the errno of why: the writer's file is fine
 	}
 	var e syscall.Errno
 	if errors.As(err, &e) {

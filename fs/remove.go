@@ -2,14 +2,14 @@ package fs
 
 import (
 	"context"
-	"io"
 	"os"
-	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -39,15 +39,20 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	if n.hidden(name) {
 		return syscall.ENOENT
 	}
-	rel, abs, ok := n.child(name)
+	rel, ok := n.child(name)
 	if !ok {
 		return syscall.ENOENT
 	}
+	pfd, done, e := n.inode()
+	if e != 0 {
+		return e
+	}
+	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 
-	var st syscall.Stat_t
-	if err := syscall.Lstat(abs, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return errno(err)
 	}
 	isDir := st.Mode&syscall.S_IFMT == syscall.S_IFDIR
@@ -58,13 +63,11 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 		return syscall.EISDIR
 	case dir:
 		// rename(2) would move a full directory; rmdir(2) must not.
-		if empty, err := emptyDir(abs); err != nil {
-			return errno(err)
-		} else if !empty {
-			return syscall.ENOTEMPTY
+		if e := emptyAt(pfd, name); e != 0 {
+			return e
 		}
 	}
-	if err := n.dirChange(c); err != nil {
+	if err := n.dirChange(c, pfd); err != nil {
 		return errno(err)
 	}
 
@@ -75,7 +78,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 
 	a := n.fs.rec.aside
 	ch := n.childNode(name)
-	rec := &journal.Record{Kind: journal.KindRemove, Path: rel, Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: attrOf(&st)}
+	rec := &journal.Record{Kind: journal.KindRemove, Path: rel, Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: journal.AttrOf(&st)}
 	kept := ""
 	switch {
 	case !created:
@@ -90,11 +93,11 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	var err error
 	switch {
 	case kept != "":
-		err = a.MoveIn(abs, kept, &st)
+		err = a.MoveIn(pfd, name, kept, &st)
 	case dir:
-		err = syscall.Rmdir(abs)
+		err = unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
 	default:
-		err = syscall.Unlink(abs)
+		err = unix.Unlinkat(pfd, name, 0)
 	}
 	if err != nil {
 		c.discard(rec)
@@ -122,20 +125,25 @@ func (n *Node) keptWhileUsed(name string) {
 
 var _ = (gofs.NodeOnForgetter)((*Node)(nil))
 
-// OnForget frees the aside entry that kept the node for the kernel, if
-// the entry was only waiting for that (aside.Area.Drop). go-fuse may
-// call it for a node still in use; FreeDeferred checks. It runs apart:
-// go-fuse holds its locks here, and the check takes them.
+// OnForget closes the node's cached directory descriptor and frees the
+// aside entry that kept the node for the kernel, if the entry was only
+// waiting for that (aside.Area.Drop). go-fuse may call it for a node
+// still in use: a descriptor closed too early is opened again when
+// needed, and FreeDeferred checks. Both run apart: go-fuse holds its
+// locks here, and closing waits for requests using the descriptor.
 func (n *Node) OnForget() {
+	if n.typ() == syscall.S_IFDIR {
+		n.fs.apart(func() { n.fs.dirs.forget(n) })
+	}
 	if p := n.movedTo.Load(); p != nil {
-		go n.fs.freeKept(*p)
+		n.fs.apart(func() { n.fs.freeKept(*p) })
 	}
 }
 
 // freeKept frees the aside entry at backing-relative path p if it was
 // kept only for a node the kernel no longer uses.
 func (fs *filesystem) freeKept(p string) {
-	name, ok := strings.CutPrefix(p, aside.Prefix)
+	name, ok := aside.Name(p)
 	if !ok {
 		return
 	}
@@ -144,16 +152,21 @@ func (fs *filesystem) freeKept(p string) {
 	}
 }
 
-// emptyDir reports whether the directory at path has no entries.
-func emptyDir(path string) (bool, error) {
-	f, err := os.Open(path)
+// emptyAt checks that directory name in dir has no entries: ENOTEMPTY
+// if it has.
+func emptyAt(dir int, name string) syscall.Errno {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, err
+		return errno(err)
 	}
+	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	_, err = f.Readdirnames(1)
-	if err == io.EOF {
-		return true, nil
+	empty, err := backing.EmptyDir(f)
+	switch {
+	case err != nil:
+		return errno(err)
+	case !empty:
+		return syscall.ENOTEMPTY
 	}
-	return false, err
+	return 0
 }

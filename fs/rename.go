@@ -31,19 +31,29 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if flags&unix.RENAME_WHITEOUT != 0 {
 		return syscall.EINVAL
 	}
-	rel1, abs1, ok1 := n.child(name)
-	rel2, abs2, ok2 := np.child(newName)
+	rel1, ok1 := n.child(name)
+	rel2, ok2 := np.child(newName)
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
+	d1, done1, e := n.inode()
+	if e != 0 {
+		return e
+	}
+	defer done1()
+	d2, done2, e := np.inode()
+	if e != 0 {
+		return e
+	}
+	defer done2()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 
-	var st1, st2 syscall.Stat_t
-	if err := syscall.Lstat(abs1, &st1); err != nil {
+	var st1, st2 unix.Stat_t
+	if err := unix.Fstatat(d1, name, &st1, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return errno(err)
 	}
-	exists := syscall.Lstat(abs2, &st2) == nil
+	exists := unix.Fstatat(d2, newName, &st2, unix.AT_SYMLINK_NOFOLLOW) == nil
 	exchange := flags&unix.RENAME_EXCHANGE != 0
 	switch {
 	case exchange && !exists:
@@ -61,7 +71,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	kept := "" // aside entry of a replaced new file the kernel knows
 	targetIsDir := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	if replace {
-		if e := replaceable(&st1, &st2, abs2); e != 0 {
+		if e := replaceable(&st1, &st2, d2, newName); e != 0 {
 			return e
 		}
 		s := c.state(n.idOf(&st2))
@@ -71,17 +81,17 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		// was new in this epoch and goes for good.
 		rec.Ino2 = n.idOf(&st2)
 		if !created {
-			rec.Aside, rec.Attr = n.fs.rec.aside.NewName(), attrOf(&st2)
+			rec.Aside, rec.Attr = n.fs.rec.aside.NewName(), journal.AttrOf(&st2)
 		}
 		if created && np.childNode(newName) != nil {
 			kept = n.fs.rec.aside.NewName() // see keptWhileUsed
 		}
 	}
-	if err := n.dirChange(c); err != nil {
+	if err := n.dirChange(c, d1); err != nil {
 		return errno(err)
 	}
 	if np != n {
-		if err := np.dirChange(c); err != nil {
+		if err := np.dirChange(c, d2); err != nil {
 			return errno(err)
 		}
 	}
@@ -96,20 +106,20 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if keep != "" {
 		var err error
 		if targetIsDir {
-			err = a.MoveIn(abs2, keep, &st2)
+			err = a.MoveIn(d2, newName, keep, &st2)
 		} else {
-			err = a.LinkIn(abs2, keep, &st2)
+			err = a.LinkIn(d2, newName, keep, &st2)
 		}
 		if err != nil {
 			c.discard(rec)
 			return errno(err)
 		}
 	}
-	if err := unix.Renameat2(unix.AT_FDCWD, abs1, unix.AT_FDCWD, abs2, uint(flags)); err != nil {
+	if err := unix.Renameat2(d1, name, d2, newName, uint(flags)); err != nil {
 		if keep != "" {
 			// Put the target back as it was; the rename never happened.
 			if targetIsDir {
-				a.MoveOut(keep, abs2, &st2)
+				a.MoveOut(keep, d2, newName, &st2)
 			} else {
 				a.Drop(keep)
 			}
@@ -127,9 +137,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 }
 
 // replaceable checks what rename(2) checks before it replaces target
-// (stat st2, at abs2) by source (st1), so that nothing is moved aside
-// for a rename that then fails.
-func replaceable(st1, st2 *syscall.Stat_t, abs2 string) syscall.Errno {
+// (stat st2, name in directory dir) by source (st1), so that nothing is
+// moved aside for a rename that then fails.
+func replaceable(st1, st2 *unix.Stat_t, dir int, name string) syscall.Errno {
 	dir1 := st1.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	dir2 := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	switch {
@@ -138,13 +148,7 @@ func replaceable(st1, st2 *syscall.Stat_t, abs2 string) syscall.Errno {
 	case !dir1 && dir2:
 		return syscall.EISDIR
 	case dir2:
-		empty, err := emptyDir(abs2)
-		if err != nil {
-			return errno(err)
-		}
-		if !empty {
-			return syscall.ENOTEMPTY
-		}
+		return emptyAt(dir, name)
 	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -19,92 +20,137 @@ var _ = (gofs.NodeSetattrer)((*Node)(nil))
 // `echo x > existing` arrives: OPEN without O_TRUNC, then SETATTR
 // size=0.
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	// Through a descriptor, not go-fuse's path of n, which is stale
-	// once n's names are gone (see ioFile). Symlinks and special files
-	// cannot be opened, nor stay in use once removed.
-	var f *file
-	if n.opensOwn() {
-		var done func()
-		var e syscall.Errno
-		if f, done, e = n.ioFile(n.setattrFlags(in)); e != 0 {
+	size, truncates := in.GetSize()
+	file := -1 // a descriptor to truncate through, and read what it cuts off
+	if truncates {
+		if n.typ() != syscall.S_IFREG {
+			return syscall.EINVAL
+		}
+		fd, done, e := n.ioFile(syscall.O_RDWR)
+		if e != 0 {
 			return e
 		}
 		defer done()
-		fh = f
+		file = fd
 	}
+	fd, done, e := n.inode()
+	if e != 0 {
+		return e
+	}
+	defer done()
 	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
 
+	mode, setsMode := in.GetMode()
+	uid, setsUID := in.GetUID()
+	gid, setsGID := in.GetGID()
 	cause := journal.CauseTimes
 	lo := int64(1 << 62)
-	if _, ok := in.GetMode(); ok {
+	switch {
+	case truncates:
+		cause, lo = journal.CauseTruncate, int64(size)
+	case setsUID || setsGID:
+		cause = journal.CauseOwner
+	case setsMode:
 		cause = journal.CauseMode
 	}
-	_, uok := in.GetUID()
-	_, gok := in.GetGID()
-	if uok || gok {
-		cause = journal.CauseOwner
-	}
-	if sz, ok := in.GetSize(); ok {
-		cause, lo = journal.CauseTruncate, int64(sz)
-	}
-	if err := n.beforeContent(c, f, lo, 1<<62, cause); err != nil {
+	if err := n.beforeContent(c, file, lo, 1<<62, cause); err != nil {
 		return errno(err)
 	}
-	if e := n.LoopbackNode.Setattr(ctx, fh, in, out); e != 0 {
-		return e
-	}
-	if _, setsMode := in.GetMode(); in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && !setsMode {
-		if mode, kill := withoutSetID(out.Mode); kill && c.caller.raw.Uid != 0 {
-			if err := n.chmodSetID(f, mode); err != nil {
-				return errno(err)
-			}
-			out.Mode = out.Mode&syscall.S_IFMT | mode
+	if setsMode {
+		if err := backing.Chmod(fd, mode); err != nil {
+			return errno(err)
 		}
 	}
-	n.fixNlink(&out.Attr)
+	if setsUID || setsGID {
+		u, g := -1, -1
+		if setsUID {
+			u = int(uid)
+		}
+		if setsGID {
+			g = int(gid)
+		}
+		if err := backing.Chown(fd, u, g); err != nil {
+			return errno(err)
+		}
+	}
+	// Truncate before setting times, so an explicit mtime is not
+	// clobbered by the truncation.
+	if truncates {
+		if err := unix.Ftruncate(file, int64(size)); err != nil {
+			return errno(err)
+		}
+	}
+	if in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_MTIME) != 0 {
+		if err := backing.Utimens(fd, setTime(in, fuse.FATTR_ATIME), setTime(in, fuse.FATTR_MTIME)); err != nil {
+			return errno(err)
+		}
+	}
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		return errno(err)
+	}
+	if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && !setsMode && c.who().uid != 0 {
+		if perm, kill := withoutSetID(st, c.who()); kill {
+			if err := backing.Chmod(fd, perm); err != nil {
+				return errno(err)
+			}
+			st.Mode = st.Mode&syscall.S_IFMT | perm
+		}
+	}
+	n.attrOut(&out.Attr, st)
 	return 0
 }
 
-// chmodSetID sets n's mode through f if open, else through its path.
-func (n *Node) chmodSetID(f *file, mode uint32) error {
-	if f != nil {
-		return unix.Fchmod(f.fd, mode)
+// setTime is the timespec SETATTR in asks for one time (FATTR_ATIME or
+// FATTR_MTIME): omitted, now, or the given time.
+func setTime(in *fuse.SetAttrIn, which uint32) unix.Timespec {
+	now, sec, nsec := uint32(fuse.FATTR_ATIME_NOW), in.Atime, in.Atimensec
+	if which == fuse.FATTR_MTIME {
+		now, sec, nsec = fuse.FATTR_MTIME_NOW, in.Mtime, in.Mtimensec
 	}
-	rel, ok := n.rel()
-	if !ok {
-		return nil
+	switch {
+	case in.Valid&which == 0:
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	case in.Valid&now != 0:
+		return unix.Timespec{Nsec: unix.UTIME_NOW}
 	}
-	return unix.Chmod(n.abs(rel), mode)
+	return unix.Timespec{Sec: int64(sec), Nsec: int64(nsec)}
 }
 
 var _ = (gofs.NodeSetxattrer)((*Node)(nil))
 
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	if err := n.beforeXattr(c, attr); err != nil {
-		return errno(err)
-	}
-	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	return n.changeXattr(ctx, attr, func(fd int) error { return backing.Setxattr(fd, attr, data, int(flags)) })
 }
 
 var _ = (gofs.NodeRemovexattrer)((*Node)(nil))
 
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	if err := n.beforeXattr(c, attr); err != nil {
-		return errno(err)
-	}
-	return n.LoopbackNode.Removexattr(ctx, attr)
+	return n.changeXattr(ctx, attr, func(fd int) error { return backing.Removexattr(fd, attr) })
 }
 
-// beforeXattr journals the old value of xattr name (or that it did not
-// exist) before its first change in the epoch, and the attributes too:
-// an ACL xattr changes the mode.
-func (n *Node) beforeXattr(c *change, name string) error {
-	if err := n.beforeContent(c, nil, 0, 0, journal.CauseXattr); err != nil {
+// changeXattr journals xattr attr's old value, then has change change it
+// through a descriptor of n.
+func (n *Node) changeXattr(ctx context.Context, attr string, change func(fd int) error) syscall.Errno {
+	fd, done, e := n.inode()
+	if e != 0 {
+		return e
+	}
+	defer done()
+	c := n.fs.rec.begin(ctx, nil)
+	defer c.end()
+	if err := n.beforeXattr(c, fd, attr); err != nil {
+		return errno(err)
+	}
+	return errno(change(fd))
+}
+
+// beforeXattr journals the old value of xattr name of n (descriptor fd),
+// or that it did not exist, before its first change in the epoch, and
+// the attributes too: an ACL xattr changes the mode.
+func (n *Node) beforeXattr(c *change, fd int, name string) error {
+	if err := n.beforeContent(c, -1, 0, 0, journal.CauseXattr); err != nil {
 		return err
 	}
 	id := n.StableAttr().Ino
@@ -117,14 +163,12 @@ func (n *Node) beforeXattr(c *change, name string) error {
 	if !ok {
 		return nil
 	}
-	rec := &journal.Record{Kind: journal.KindXattr, Path: rel, Type: n.StableAttr().Mode & syscall.S_IFMT, Ino: id, XattrName: name}
-	val, err := lgetxattr(n.abs(rel), name)
-	switch {
-	case err == nil:
-		rec.XattrValue, rec.XattrExisted = val, true
-	case !errors.Is(err, unix.ENODATA):
+	rec := &journal.Record{Kind: journal.KindXattr, Path: rel, Type: n.typ(), Ino: id, XattrName: name}
+	val, exists, err := backing.Getxattr(fd, name)
+	if err != nil && !errors.Is(err, unix.ENOTSUP) {
 		return err
 	}
+	rec.XattrValue, rec.XattrExisted = val, exists
 	if err := c.record(rec, nil); err != nil {
 		return err
 	}
@@ -133,25 +177,4 @@ func (n *Node) beforeXattr(c *change, name string) error {
 	}
 	s.xattrs[name] = true
 	return nil
-}
-
-// lgetxattr returns the value of xattr name of path, not following a
-// final symlink.
-func lgetxattr(path, name string) ([]byte, error) {
-	buf := make([]byte, 256)
-	for {
-		sz, err := unix.Lgetxattr(path, name, buf)
-		if errors.Is(err, unix.ERANGE) {
-			sz, err = unix.Lgetxattr(path, name, nil)
-			if err != nil {
-				return nil, err
-			}
-			buf = make([]byte, sz)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:sz], nil
-	}
 }

@@ -2,12 +2,13 @@ package fs
 
 import (
 	"context"
-	"os"
+	"io"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -17,32 +18,41 @@ import (
 // journaled, as far as they existed when the epoch began and are not
 // journaled already; appends journal nothing but the first touch.
 
-// open does in change c what an OPEN of n with flags would do to the
-// backing file: journal the content O_TRUNC is about to cut off, then
-// cut it. It keeps no handle (io.go).
-func (n *Node) open(c *change, flags uint32) syscall.Errno {
-	trunc := flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	if trunc {
-		if err := n.beforeContent(c, nil, 0, 1<<62, journal.CauseWrite); err != nil {
-			return errno(err)
-		}
+// truncOpen does in change c what an OPEN of n with O_TRUNC would do
+// to the backing file: journal the content it is about to cut off,
+// then cut it, as the caller (creds.go). It keeps no handle (io.go).
+func (n *Node) truncOpen(c *change, flags uint32) syscall.Errno {
+	if flags&syscall.O_TRUNC == 0 || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		return 0
 	}
-	f, done, e := n.ioFile(int(flags))
+	if err := n.beforeContent(c, -1, 0, 1<<62, journal.CauseWrite); err != nil {
+		return errno(err)
+	}
+	fd, done, e := n.ioFile(syscall.O_RDWR)
 	if e != 0 {
 		return e
 	}
 	defer done()
-	if trunc {
-		return errno(killPriv(f.fd, c.caller.raw.Uid))
+	// The kernel thought the name did not exist, so it checked no write
+	// permission on the file: the truncation is the caller's to do.
+	err := asCaller(c.who(), func() error {
+		w, err := backing.Reopen(fd, syscall.O_WRONLY|syscall.O_TRUNC)
+		if err == nil {
+			unix.Close(w)
+		}
+		return err
+	})
+	if err != nil {
+		return errno(err)
 	}
-	return 0
+	return errno(killPriv(fd, c.who()))
 }
 
 // beforeContent journals what a change to bytes [lo, hi) of n is about
 // to destroy: n's attributes at its first touch in the epoch, then the
-// pre-image of those bytes. f is the open file the change comes
-// through, or nil to use n's path.
-func (n *Node) beforeContent(c *change, f *file, lo, hi int64, cause journal.Cause) error {
+// pre-image of those bytes. fd is a readable descriptor of n the change
+// comes through, or -1 to open one.
+func (n *Node) beforeContent(c *change, fd int, lo, hi int64, cause journal.Cause) error {
 	id := n.StableAttr().Ino
 	s := c.state(id)
 	defer s.mu.Unlock()
@@ -53,15 +63,19 @@ func (n *Node) beforeContent(c *change, f *file, lo, hi int64, cause journal.Cau
 	if !ok {
 		return nil // in no directory and not kept aside: nothing can restore it
 	}
-	src := func() (*os.File, error) {
-		if f != nil {
-			return f.reader()
+	src := func() (io.ReaderAt, func(), error) {
+		if fd >= 0 {
+			return fdReader(fd), noop, nil
 		}
-		return os.OpenFile(n.abs(rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		r, e := n.open(syscall.O_RDONLY)
+		if e != 0 {
+			return nil, nil, e
+		}
+		return fdReader(r), func() { unix.Close(r) }, nil
 	}
 	var touched *journal.Record
 	if !s.attr {
-		st, err := n.stat(f, rel)
+		st, err := n.statVia(fd)
 		if err != nil {
 			return err
 		}
@@ -76,16 +90,28 @@ func (n *Node) beforeContent(c *change, f *file, lo, hi int64, cause journal.Cau
 	return nil
 }
 
-// stat stats n through f if given, else through its path.
-func (n *Node) stat(f *file, rel string) (*syscall.Stat_t, error) {
-	if f != nil {
-		return f.fstat()
+// statVia stats n through fd if it is one, else through a descriptor of
+// its own.
+func (n *Node) statVia(fd int) (*unix.Stat_t, error) {
+	if fd >= 0 {
+		return backing.Fstat(fd)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(n.abs(rel), &st); err != nil {
-		return nil, err
+	st, e := n.stat()
+	if e != 0 {
+		return nil, e
 	}
-	return &st, nil
+	return st, nil
+}
+
+// fdReader reads a raw descriptor at offsets.
+type fdReader int
+
+func (f fdReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := unix.Pread(int(f), b, off)
+	if err == nil && n < len(b) {
+		err = io.EOF
+	}
+	return max(n, 0), err
 }
 
 var (
@@ -98,7 +124,8 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 }
 
 func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
-	f, done, e := n.ioFile(syscall.O_WRONLY)
+	// Read and write: the same descriptor gives the pre-image.
+	fd, done, e := n.ioFile(syscall.O_RDWR)
 	if e != 0 {
 		return 0, e
 	}
@@ -109,20 +136,26 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	}
 	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
-	if err := n.beforeContent(c, f, off, off+size, journal.CauseWrite); err != nil {
+	if err := n.beforeContent(c, fd, off, off+size, journal.CauseWrite); err != nil {
 		return 0, errno(err)
 	}
-	if err := killPriv(f.fd, c.caller.raw.Uid); err != nil {
+	if err := killPriv(fd, c.who()); err != nil {
 		return 0, errno(err)
 	}
-	w, err := f.pwritev(data, off)
+	var w int
+	var err error
+	if len(data) == 1 {
+		w, err = unix.Pwrite(fd, data[0], off)
+	} else {
+		w, err = unix.Pwritev(fd, data, off)
+	}
 	return uint32(max(w, 0)), errno(err)
 }
 
 var _ = (gofs.NodeAllocater)((*Node)(nil))
 
 func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	f, done, e := n.ioFile(syscall.O_WRONLY)
+	fd, done, e := n.ioFile(syscall.O_RDWR)
 	if e != 0 {
 		return e
 	}
@@ -138,10 +171,10 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint6
 	default:
 		lo, hi = 0, 0 // allocation destroys nothing; only the size may grow
 	}
-	if err := n.beforeContent(c, f, lo, hi, journal.CauseWrite); err != nil {
+	if err := n.beforeContent(c, fd, lo, hi, journal.CauseWrite); err != nil {
 		return errno(err)
 	}
-	return errno(unix.Fallocate(f.fd, mode, int64(off), int64(size)))
+	return errno(unix.Fallocate(fd, mode, int64(off), int64(size)))
 }
 
 var _ = (gofs.NodeFlusher)((*Node)(nil))

@@ -21,8 +21,8 @@ import (
 // killed, and on disk with Options.Sync. The caller may then perform
 // the operation. If Append fails, the caller must not perform it.
 func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
-	if j.closed.Load() {
-		return ErrClosed
+	if err := j.usable(); err != nil {
+		return err
 	}
 	need := int64(4096)
 	if rec.Kind == KindData {
@@ -85,7 +85,14 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 func (j *Journal) checkSpace(need int64) error {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(j.dir, &st); err != nil {
-		return fmt.Errorf("journal: statfs: %w", err)
+		// The directory is gone or unreadable: nothing more can be
+		// recorded there. The health check says best why.
+		err = fmt.Errorf("statfs %s: %w", j.dir, err)
+		if cerr := j.check(); cerr != nil {
+			err = cerr
+		}
+		j.fail(err)
+		return j.Broken()
 	}
 	free := int64(st.Bavail) * st.Bsize
 	if free-need < j.opts.reserve() {
@@ -118,8 +125,8 @@ func (j *Journal) Record(seq uint64) (*Record, error) {
 // failure here is harmless: undoing a change that did not happen finds
 // things already as the record says they were.
 func (j *Journal) Discard(rec *Record) error {
-	if j.closed.Load() {
-		return ErrClosed
+	if err := j.usable(); err != nil {
+		return err
 	}
 	j.content.RLock()
 	defer j.content.RUnlock()

@@ -13,6 +13,7 @@
 //	'c' sha256(32)           one content chunk, zstd-compressed
 //	'x' sha256(32) seq(8)    "record seq references this chunk" (empty value)
 //	'k' turn(8)              a rollback marker (JSON)
+//	'W'                      the workspace token (binding.go)
 //
 // Records are numbered by a global sequence that never goes back. A
 // turn owns the records whose sequence falls in [StartSeq, EndSeq);

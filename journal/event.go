@@ -67,8 +67,8 @@ func (j *Journal) appendEvent(turn uint64, step, name string, detail any) error 
 // AppendEvent journals an event outside any turn (a rollback, an
 // unrevert).
 func (j *Journal) AppendEvent(name string, detail any) error {
-	if j.closed.Load() {
-		return ErrClosed
+	if err := j.usable(); err != nil {
+		return err
 	}
 	j.gate.RLock()
 	defer j.gate.RUnlock()
@@ -79,8 +79,8 @@ func (j *Journal) AppendEvent(name string, detail any) error {
 // changes from now on carry its id. It fails with ErrNoTurn if no turn
 // is open.
 func (j *Journal) BeginStep(id string) (Turn, error) {
-	if j.closed.Load() {
-		return Turn{}, ErrClosed
+	if err := j.usable(); err != nil {
+		return Turn{}, err
 	}
 	j.gate.Lock()
 	defer j.gate.Unlock()

@@ -65,6 +65,7 @@ type Journal struct {
 	dec *zstd.Decoder
 
 	closed atomic.Bool
+	health health
 }
 
 // Open opens the journal in dir, creating it (mode 0700: pre-images can
@@ -87,6 +88,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.log = slog.New(slog.DiscardHandler)
 	}
 	if err := j.init(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	if err := j.watch(); err != nil {
 		db.Close()
 		lock.Close()
 		return nil, err
@@ -206,10 +212,26 @@ func (j *Journal) Close() error {
 	if j.closed.Swap(true) {
 		return nil
 	}
-	// Wait for changes in flight to finish their records.
-	j.gate.Lock()
-	defer j.gate.Unlock()
-	err := j.db.Close()
+	// Wait for changes in flight to finish their records — unless the
+	// journal is unusable: then one may be stuck in Badger for ever.
+	if j.lockGate() {
+		defer j.gate.Unlock()
+	}
+	j.closeHealth()
+	done := make(chan error, 1)
+	go func() { done <- j.db.Close() }()
+	var err error
+	if j.Broken() == nil {
+		err = <-done
+	} else {
+		// Badger may retry writing into a directory that is gone for
+		// ever; the process must still be able to stop.
+		select {
+		case err = <-done:
+		case <-time.After(brokenCloseWait):
+			err = fmt.Errorf("gave up waiting for Badger to close an unusable journal")
+		}
+	}
 	j.enc.Close()
 	j.dec.Close()
 	j.lock.Close()
@@ -218,6 +240,29 @@ func (j *Journal) Close() error {
 	}
 	return nil
 }
+
+// lockGate takes the gate exclusively and reports true; for an
+// unusable journal it gives up after brokenCloseWait and reports false.
+func (j *Journal) lockGate() bool {
+	if j.Broken() == nil {
+		j.gate.Lock()
+		return true
+	}
+	locked := make(chan struct{})
+	go func() {
+		j.gate.Lock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+		return true
+	case <-time.After(brokenCloseWait):
+		return false // the goroutine keeps waiting; the process is ending
+	}
+}
+
+// brokenCloseWait bounds Close of an unusable journal.
+const brokenCloseWait = 3 * time.Second
 
 // Size returns the bytes the journal's files take on disk (allocated
 // blocks: Badger's files are sparse until written).

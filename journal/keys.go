@@ -13,6 +13,7 @@ const (
 	prefixRollback = 'b'
 	prefixPlan     = 'p'
 	prefixCounters = 'N'
+	prefixBinding  = 'W'
 )
 
 var metaKey = []byte{prefixMeta}

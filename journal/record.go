@@ -3,6 +3,8 @@ package journal
 import (
 	"fmt"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Kind says what a record undoes.
@@ -183,4 +185,10 @@ func (r *Record) Bytes() int64 {
 		return int64(len(r.XattrValue))
 	}
 	return 0
+}
+
+// AttrOf returns the attributes a record keeps of an inode with stat st.
+func AttrOf(st *unix.Stat_t) Attr {
+	return Attr{Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size, Nlink: uint32(st.Nlink),
+		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano()}
 }

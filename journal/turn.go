@@ -91,8 +91,8 @@ func (j *Journal) OpenTurn() (Turn, bool) {
 // BeginTurn opens a new turn. It fails with ErrBusy if one is open and
 // with ErrDuplicateID if a turn in the window already has id.
 func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
-	if j.closed.Load() {
-		return Turn{}, ErrClosed
+	if err := j.usable(); err != nil {
+		return Turn{}, err
 	}
 	if _, err := strconv.ParseUint(id, 10, 64); err == nil {
 		return Turn{}, fmt.Errorf("%w: turn id %q is a number, and numbers name turns by position", ErrInvalid, id)
@@ -133,8 +133,8 @@ func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
 
 // EndTurn closes the open turn.
 func (j *Journal) EndTurn(now time.Time) (Turn, error) {
-	if j.closed.Load() {
-		return Turn{}, ErrClosed
+	if err := j.usable(); err != nil {
+		return Turn{}, err
 	}
 	j.gate.Lock()
 	defer j.gate.Unlock()

@@ -68,7 +68,7 @@ func (x *executor) do(s *Step) {
 	}
 	x.skipped = append(x.skipped, s.Seq)
 	for _, p := range []string{s.Path, s.Path2} {
-		if p != "" && !inAside(p) && x.reasons[p] == "" {
+		if p != "" && !aside.Private(p) && x.reasons[p] == "" {
 			x.reasons[p] = reason
 		}
 	}
@@ -97,6 +97,11 @@ func (x *executor) step(s *Step) error {
 	return fmt.Errorf("rollback: unknown step %q", s.Op)
 }
 
+// identity returns the identity of the inode with stat st.
+func (x *executor) identity(st *unix.Stat_t) uint64 {
+	return journal.InodeID(st.Dev, st.Ino, x.env.RootDev)
+}
+
 // stat returns what is at p today and its identity; ok is false if
 // nothing is.
 func (x *executor) stat(p string) (*unix.Stat_t, uint64, bool, error) {
@@ -107,7 +112,7 @@ func (x *executor) stat(p string) (*unix.Stat_t, uint64, bool, error) {
 	if err != nil {
 		return nil, 0, false, err
 	}
-	return st, journal.InodeID(st.Dev, st.Ino, x.env.RootDev), true, nil
+	return st, x.identity(st), true, nil
 }
 
 // holds checks that p holds identity id.
@@ -125,26 +130,41 @@ func (x *executor) holds(p string, id uint64) (*unix.Stat_t, error) {
 	return st, nil
 }
 
-// rename renames from to to, keeping the aside area's link counts and
-// telling the observer.
+// rename renames from to to and tells the observer. A move into or out
+// of the aside area goes through the area, which keeps its link counts.
 func (x *executor) rename(from, to string, flags uint, st *unix.Stat_t) error {
-	if err := x.env.Tree.Rename(from, to, flags); err != nil {
+	if err := x.move(from, to, flags, st); err != nil {
 		return err
-	}
-	if inAside(to) && !inAside(from) {
-		x.env.Aside.Added(st.Mode, st.Ino)
-	}
-	if inAside(from) && !inAside(to) {
-		x.env.Aside.Removed(st.Mode, st.Ino)
 	}
 	if o := x.env.Observer; o != nil {
 		if flags&unix.RENAME_EXCHANGE != 0 {
 			o.Exchanged(from, to)
 		} else {
-			o.Moved(from, to, journal.InodeID(st.Dev, st.Ino, x.env.RootDev), st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
+			o.Moved(from, to, x.identity(st), st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
 		}
 	}
 	return nil
+}
+
+func (x *executor) move(from, to string, flags uint, st *unix.Stat_t) error {
+	inName, in := aside.Name(to)
+	outName, out := aside.Name(from)
+	if in == out {
+		return x.env.Tree.Rename(from, to, flags)
+	}
+	p := from
+	if out {
+		p = to
+	}
+	dir, name, err := x.env.Tree.Parent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	if in {
+		return x.env.Aside.MoveIn(dir, name, inName, st)
+	}
+	return x.env.Aside.MoveOut(outName, dir, name, st)
 }
 
 // remove undoes a creation: the object goes aside, where unrevert can
@@ -183,7 +203,7 @@ func (x *executor) putAside(s *Step, st *unix.Stat_t, id uint64) error {
 		return err
 	}
 	rec := &journal.Record{Kind: journal.KindRemove, Path: s.Path, Aside: name, Ino: id,
-		Type: st.Mode & syscall.S_IFMT, Attr: attrOf(st)}
+		Type: st.Mode & syscall.S_IFMT, Attr: journal.AttrOf(st)}
 	if err := x.log.add(rec, nil); err != nil {
 		return err
 	}
@@ -212,6 +232,11 @@ func (x *executor) recover(s *Step) error {
 	case !aok:
 		return skipError{reason: reasonNoAside}
 	}
+	if err := x.isKept(s, ast); err != nil {
+		// Something replaced the kept inode behind cowfs's back: it is
+		// not what the workspace held, so it does not go back.
+		return skipError{reasonAsideChanged, ap + ": " + err.Error()}
+	}
 	if err := x.log.dirent(s.Path); err != nil {
 		return err
 	}
@@ -220,6 +245,30 @@ func (x *executor) recover(s *Step) error {
 		return err
 	}
 	return x.rename(ap, s.Path, unix.RENAME_NOREPLACE, ast)
+}
+
+// isKept checks that the aside entry of step s (stat st) is the inode
+// its record kept: the same inode number and, since a filesystem hands
+// a freed number out again, the same type — so nothing put there
+// behind cowfs's back comes into the workspace as a symlink, a device
+// or a directory. (Size, times and owner may have changed since, through
+// other hard links of the inode, and are not compared.)
+func (x *executor) isKept(s *Step, st *unix.Stat_t) error {
+	if id := x.identity(st); id != s.Ino {
+		return fmt.Errorf("inode %d, not %d", id, s.Ino)
+	}
+	r, err := x.record(s.Seq)
+	if err != nil {
+		return err
+	}
+	want := r.Attr.Mode & syscall.S_IFMT
+	if want == 0 {
+		want = r.Type
+	}
+	if got := st.Mode & syscall.S_IFMT; got != want {
+		return fmt.Errorf("type %o, not %o", got, want)
+	}
+	return nil
 }
 
 // renameBack undoes a rename: Path goes back to Path2, then a target it

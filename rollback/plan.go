@@ -2,7 +2,6 @@ package rollback
 
 import (
 	"fmt"
-	"strings"
 	"syscall"
 
 	"github.com/cowfs/cowfs/aside"
@@ -66,6 +65,8 @@ const (
 	reasonNotEmpty = "directory holds entries no rolled-back change made"
 	reasonOccupied = "the path is taken by something no rolled-back change made"
 	reasonNoAside  = "the kept inode is missing from the aside area"
+	// reasonAsideChanged: the aside entry is not the inode kept there.
+	reasonAsideChanged = "the kept inode in the aside area was replaced behind cowfs's back"
 )
 
 // planner builds a Plan.
@@ -302,9 +303,3 @@ func (p *planner) typeOf(e entry, fallback uint32) uint32 {
 }
 
 func (p *planner) asidePath(name string) string { return aside.Prefix + name }
-
-// inAside reports whether a backing-relative path is in cowfs's private
-// directory.
-func inAside(path string) bool {
-	return path == aside.Dir || strings.HasPrefix(path, aside.Dir+"/")
-}

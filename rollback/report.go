@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -79,7 +80,7 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 			continue
 		}
 		for i, path := range []string{r.Path, r.Path2} {
-			if path != "" && !inAside(path) && candidates[path] == 0 {
+			if path != "" && !aside.Private(path) && candidates[path] == 0 {
 				candidates[path] = recordType(r, i == 1)
 			}
 		}
@@ -93,7 +94,7 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 		switch {
 		case s.Skip != "":
 			for _, path := range []string{s.Path, s.Path2} {
-				if path != "" && !inAside(path) && reasons[path] == "" {
+				if path != "" && !aside.Private(path) && reasons[path] == "" {
 					reasons[path] = s.Skip
 				}
 			}
@@ -147,7 +148,7 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 // loc brings to path with it (a tree a rollback moved aside in one
 // rename, trees.go), each recovered.
 func (p *planner) contents(out []PathAction, path, loc string, named map[string]uint32) []PathAction {
-	if !inAside(loc) {
+	if !aside.Private(loc) {
 		return out
 	}
 	p.env.Tree.Walk(loc, func(sub string, st *unix.Stat_t) error {

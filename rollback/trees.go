@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/aside"
 )
 
 // A turn that created a tree (npm install, a build directory, an
@@ -33,7 +33,7 @@ import (
 func foldTrees(pl *Plan) {
 	tops := map[string]int{} // directory -> index of its remove
 	for i, s := range pl.Steps {
-		if s.Op == opRemove && s.Skip == "" && s.Type == syscall.S_IFDIR && !inAside(s.Path) {
+		if s.Op == opRemove && s.Skip == "" && s.Type == syscall.S_IFDIR && !aside.Private(s.Path) {
 			tops[s.Path] = i
 		}
 	}
@@ -122,7 +122,7 @@ func (x *executor) holdsOnly(s *Step) bool {
 		want[c.Ino] = true
 	}
 	err := x.env.Tree.Walk(s.Path, func(_ string, st *unix.Stat_t) error {
-		if !want[journal.InodeID(st.Dev, st.Ino, x.env.RootDev)] || (st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+		if !want[x.identity(st)] || (st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
 			return errForeign
 		}
 		return nil

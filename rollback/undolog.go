@@ -43,7 +43,7 @@ func (u *undoLog) attr(p string, id uint64, st *unix.Stat_t, cause journal.Cause
 		return nil
 	}
 	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: p, Ino: id,
-		Type: st.Mode & syscall.S_IFMT, Attr: attrOf(st)}
+		Type: st.Mode & syscall.S_IFMT, Attr: journal.AttrOf(st)}
 	if err := u.add(rec, nil); err != nil {
 		return err
 	}
@@ -96,9 +96,4 @@ func (u *undoLog) xattr(p string, id uint64, name string, typ uint32) error {
 	}
 	u.xattrs[key] = true
 	return nil
-}
-
-func attrOf(st *unix.Stat_t) journal.Attr {
-	return journal.Attr{Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size, Nlink: uint32(st.Nlink),
-		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano()}
 }

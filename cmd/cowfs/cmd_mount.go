@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/fs"
 )
 
 type mountOptions struct {
@@ -70,8 +70,16 @@ func runMount(opts mountOptions, ws string) error {
 	if opts.window < 1 {
 		return usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
 	}
+	dopts := daemon.Options{
+		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
+		Window: opts.window, Sync: opts.sync, Debug: opts.debug, Version: version,
+		CacheTimeout: cacheTimeout(opts.cache),
+	}
 	ready := readyPipe()
 	if opts.background && ready == nil {
+		if err := daemon.CheckPlacement(dopts); err != nil {
+			return err
+		}
 		return startBackground(ws)
 	}
 	if opts.cpuProfile != "" {
@@ -87,11 +95,8 @@ func runMount(opts mountOptions, ws string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	d, err := daemon.Start(daemon.Options{
-		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
-		Window: opts.window, Sync: opts.sync, Logger: log, Debug: opts.debug, Version: version,
-		CacheTimeout: cacheTimeout(opts.cache),
-	})
+	dopts.Logger = log
+	d, err := daemon.Start(dopts)
 	if ready != nil {
 		reportReady(ready, d, err)
 	}

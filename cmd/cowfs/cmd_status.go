@@ -47,6 +47,9 @@ func runStatus(opts statusOptions) error {
 		sync = ", fsync on every commit"
 	}
 	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, humanBytes(st.JournalBytes), sync)
+	if st.JournalError != "" {
+		fmt.Printf("JOURNAL UNUSABLE: %s; changes through the mount fail until cowfs is restarted on a usable journal\n", st.JournalError)
+	}
 	fmt.Printf("socket:      %s\n", st.Socket)
 	if st.Turns == 0 {
 		fmt.Printf("turns:       none yet (window %d)\n", st.Window)

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/daemon"
 	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
-	"github.com/cowfs/cowfs/daemon"
 )
 
 // Exit codes, listed in the root command's help.
@@ -35,7 +35,9 @@ const exitCodeHelp = `Exit codes:
   6  the turn has left the rollback window
   7  conflict: the request contradicts the state (no open turn, id in use)
   8  cannot mount: no /dev/fuse, not permitted, workspace missing or
-     already mounted, journal locked`
+     already mounted, journal locked; or refused: a system directory,
+     the journal or state inside the workspace, a .cowfs cowfs did not
+     make`
 
 // usageError marks errors in how a command was called.
 type usageError struct{ error }
@@ -64,7 +66,7 @@ func exitCode(err error) int {
 		return exitConflict
 	case errors.Is(err, fs.ErrNoFUSE), errors.Is(err, fs.ErrNotPermitted),
 		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
-		errors.Is(err, journal.ErrLocked):
+		errors.Is(err, daemon.ErrPlacement), errors.Is(err, journal.ErrLocked):
 		return exitCannotMount
 	}
 	return exitError

@@ -1,0 +1,273 @@
+package fs
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/backing"
+)
+
+// How a node reaches its backing inode. Never through a path string:
+// the workspace's contents may swap any directory for a symlink at any
+// moment, and a string is resolved anew by every call. A node's inode
+// is opened from a descriptor of the directory holding it and its one
+// name there (O_NOFOLLOW), and checked to be the node's own inode
+// before anything is done with it; that directory's descriptor comes
+// the same way from its own parent, up to the root descriptor taken
+// before the mount. So a request acts on the inode the kernel named,
+// or fails (ENOENT, ESTALE, ELOOP) — never on something outside the
+// workspace, and at any depth: no path is ever longer than one name.
+//
+// Directories keep their descriptor (O_PATH) while the kernel knows
+// them, within a bounded budget (dirCache): most requests then cost
+// one *at call on the parent's descriptor. A descriptor names an
+// inode, not a path, so it stays right when the directory is renamed,
+// through the mount or by a rollback.
+//
+// A node with no parent in go-fuse's tree (orphans.go) is reached
+// through the backing.Tree, beneath the root, from where it was moved
+// to.
+
+// inode returns an O_PATH descriptor of n's backing inode, checked to be
+// n's, and a function to call when done with it.
+func (n *Node) inode() (int, func(), syscall.Errno) {
+	if n.IsRoot() {
+		return n.fs.root, noop, 0
+	}
+	if n.typ() != syscall.S_IFDIR {
+		fd, e := n.derive()
+		if e != 0 {
+			return -1, nil, e
+		}
+		return fd, func() { unix.Close(fd) }, 0
+	}
+	for {
+		if fd, ok := n.dir.get(); ok {
+			return fd, n.dir.mu.RUnlock, 0
+		}
+		fd, e := n.derive()
+		if e != 0 {
+			return -1, nil, e
+		}
+		if !n.fs.dirs.install(n, fd) {
+			return fd, func() { unix.Close(fd) }, 0
+		}
+		// Installed; take it the usual way (an eviction in between
+		// sends us round again).
+	}
+}
+
+func noop() {}
+
+// entry returns a descriptor of the directory holding n, n's name in
+// it, and a function to call when done with the descriptor.
+func (n *Node) entry() (dir int, name string, done func(), e syscall.Errno) {
+	name, parent := n.Parent()
+	if parent == nil {
+		p := n.movedTo.Load()
+		if n.IsRoot() || p == nil {
+			return -1, "", nil, syscall.ENOENT
+		}
+		fd, last, err := n.fs.tree.Parent(*p)
+		if err != nil {
+			return -1, "", nil, errno(err)
+		}
+		return fd, last, func() { unix.Close(fd) }, 0
+	}
+	pn, ok := parent.Operations().(*Node)
+	if !ok {
+		return -1, "", nil, syscall.EIO
+	}
+	fd, done, e := pn.inode()
+	return fd, name, done, e
+}
+
+// derive opens n's backing inode afresh (O_PATH).
+func (n *Node) derive() (int, syscall.Errno) {
+	return n.open(unix.O_PATH)
+}
+
+// open opens n's backing inode with flags, from the directory holding
+// it, never following a symlink, and checks that what it opened is n's
+// inode. A rename through the mount can move n between reading its
+// parent and opening it; then it tries again.
+func (n *Node) open(flags int) (int, syscall.Errno) {
+	if n.IsRoot() {
+		fd, err := unix.Openat(n.fs.root, ".", flags|unix.O_CLOEXEC, 0)
+		return fd, errno(err)
+	}
+	// O_NONBLOCK: something swapped in behind the mount's back (a FIFO)
+	// must not make the open wait; the check below then refuses it.
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NOCTTY
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_NONBLOCK
+	}
+	for try := 0; ; try++ {
+		name, parent := n.Parent()
+		dir, name2, done, e := n.entry()
+		if e != 0 {
+			return -1, e
+		}
+		fd, err := unix.Openat(dir, name2, flags, 0)
+		done()
+		if err == nil {
+			if err = n.check(fd); err == nil {
+				return fd, 0
+			}
+			unix.Close(fd)
+		}
+		if name3, parent3 := n.Parent(); try < 3 && (name3 != name || parent3 != parent) {
+			continue
+		}
+		return -1, errno(err)
+	}
+}
+
+// check checks that fd holds n's inode: its identity and type.
+func (n *Node) check(fd int) error {
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		return err
+	}
+	if n.idOf(st) != n.StableAttr().Ino || st.Mode&syscall.S_IFMT != n.typ() {
+		// Not the inode the kernel named: something replaced it behind
+		// the mount's back.
+		return syscall.ESTALE
+	}
+	return nil
+}
+
+// stat returns n's attributes, read through a descriptor of n.
+func (n *Node) stat() (*unix.Stat_t, syscall.Errno) {
+	fd, done, e := n.inode()
+	if e != 0 {
+		return nil, e
+	}
+	defer done()
+	st, err := backing.Fstat(fd)
+	return st, errno(err)
+}
+
+// dirFd is a directory node's cached O_PATH descriptor. It is read under
+// mu held shared, for as long as the descriptor is in use; closing it
+// (eviction, forget) takes mu exclusively.
+type dirFd struct {
+	mu   sync.RWMutex
+	held bool
+	fd   int
+	slot int         // index in dirCache.ring
+	used atomic.Bool // used since the clock hand last passed
+}
+
+// get returns the descriptor with mu held shared, if there is one.
+func (d *dirFd) get() (int, bool) {
+	d.mu.RLock()
+	if !d.held {
+		d.mu.RUnlock()
+		return -1, false
+	}
+	d.used.Store(true)
+	return d.fd, true
+}
+
+// drop closes the descriptor. The caller holds mu exclusively and the
+// cache's lock.
+func (d *dirFd) drop() {
+	if d.held {
+		unix.Close(d.fd)
+		d.held = false
+	}
+}
+
+// dirCache bounds the directory descriptors kept: the process has a
+// limited number of descriptors, and the kernel may know far more
+// directories than that. When full, a clock hand evicts one not used
+// since it last passed.
+type dirCache struct {
+	mu    sync.Mutex
+	limit int
+	ring  []*Node
+	hand  int
+}
+
+// install gives n (a directory) the descriptor fd to keep, and reports
+// whether it did; if not, fd is the caller's to close.
+func (c *dirCache) install(n *Node, fd int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.dir.mu.Lock()
+	defer n.dir.mu.Unlock()
+	if n.dir.held {
+		unix.Close(fd) // another request was first
+		return true
+	}
+	if len(c.ring) < c.limit {
+		n.dir.slot = len(c.ring)
+		c.ring = append(c.ring, n)
+	} else if !c.evict(n) {
+		return false
+	}
+	n.dir.held, n.dir.fd = true, fd
+	return true
+}
+
+// evict frees a slot of the ring for n. The caller holds c.mu.
+func (c *dirCache) evict(n *Node) bool {
+	for i := 0; i < 2*len(c.ring); i++ {
+		c.hand = (c.hand + 1) % len(c.ring)
+		v := c.ring[c.hand]
+		if v.dir.used.Swap(false) || !v.dir.mu.TryLock() {
+			continue
+		}
+		v.dir.drop()
+		v.dir.mu.Unlock()
+		n.dir.slot = c.hand
+		c.ring[c.hand] = n
+		return true
+	}
+	return false
+}
+
+// forget closes n's descriptor, if it has one: the kernel no longer
+// knows n.
+func (c *dirCache) forget(n *Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.dir.mu.Lock()
+	defer n.dir.mu.Unlock()
+	if !n.dir.held {
+		return
+	}
+	n.dir.drop()
+	last := len(c.ring) - 1
+	moved := c.ring[last]
+	c.ring[n.dir.slot] = moved
+	moved.dir.slot = n.dir.slot
+	c.ring = c.ring[:last]
+}
+
+// close closes every descriptor kept, once the mount is over.
+func (c *dirCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.ring {
+		n.dir.mu.Lock()
+		n.dir.drop()
+		n.dir.mu.Unlock()
+	}
+	c.ring = nil
+}
+
+// dirLimit is how many directory descriptors a mount keeps: a quarter
+// of what the process may open, the rest left for requests, the journal
+// and the control socket.
+func dirLimit() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 256
+	}
+	return int(min(max(rl.Cur/4, 64), 1<<16))
+}

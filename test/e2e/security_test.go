@@ -1,0 +1,296 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cowfs/cowfs/ctl"
+)
+
+// The workspace's contents come from anywhere and the daemon runs as
+// root: each test here plants what an attacker could, next to a canary
+// directory outside the workspace that must come out byte-identical.
+
+// newCanary makes a directory outside the workspace with a file and a
+// subdirectory in it, and registers a check that the test leaves it
+// exactly as it was.
+func newCanary(t *testing.T, w *workspace) string {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(w.dir), "canary")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "victim"), []byte("root's precious file\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", "f"), []byte("more\n"), 0o600)
+	before := snapshot(t, dir)
+	t.Cleanup(func() { sameTree(t, dir, before, "the canary outside the workspace") })
+	return dir
+}
+
+// withMountpoint mounts the view beside the backing directory, which
+// then stays reachable for what changes it behind cowfs's back.
+func withMountpoint(w *workspace) {
+	w.mnt = filepath.Join(filepath.Dir(w.dir), "view")
+	os.Mkdir(w.mnt, 0o755)
+}
+
+// A .cowfs that came with the workspace is refused with a clear error;
+// nothing it points to is deleted or written.
+func TestForeignPrivateDirRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(ws, canary string) error
+	}{
+		{"aside is a symlink out", func(ws, canary string) error {
+			if err := os.Mkdir(filepath.Join(ws, ".cowfs"), 0o700); err != nil {
+				return err
+			}
+			return os.Symlink(canary, filepath.Join(ws, ".cowfs", "aside"))
+		}},
+		{"README is a symlink out", func(ws, canary string) error {
+			if err := os.Mkdir(filepath.Join(ws, ".cowfs"), 0o700); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(canary, "victim"), filepath.Join(ws, ".cowfs", "README"))
+		}},
+		{".cowfs is a symlink out", func(ws, canary string) error {
+			return os.Symlink(canary, filepath.Join(ws, ".cowfs"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorkspace(t)
+			canary := newCanary(t, w)
+			w.seed(map[string]string{"main.go": "package main\n"})
+			if err := tc.plant(w.dir, canary); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, w.dir)
+			_, errOut, code := w.run("mount", "--background", w.dir)
+			if code != 8 || !strings.Contains(errOut, ".cowfs") || !strings.Contains(errOut, "mv ") {
+				t.Errorf("mount over a planted .cowfs: exit %d, want 8 and how to move it away: %s", code, errOut)
+			}
+			if mounted(w.dir) {
+				t.Errorf("%s was mounted", w.dir)
+				w.pids = append(w.pids, w.status().Pid)
+			}
+			sameTree(t, w.dir, before, "the workspace after the refused mount")
+		})
+	}
+}
+
+// An aside entry replaced behind cowfs's back does not come back into
+// the workspace.
+func TestTamperedAsideEntryNotRecovered(t *testing.T) {
+	w := newWorkspace(t)
+	withMountpoint(w)
+	canary := newCanary(t, w)
+	w.seed(map[string]string{"a.txt": "precious\n"})
+	w.mount()
+	w.cowfs("turn", "begin")
+	w.sh("rm a.txt")
+	w.cowfs("turn", "end")
+
+	area := filepath.Join(w.dir, ".cowfs", "aside")
+	entries, err := os.ReadDir(area)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("aside area: %v, %v", entries, err)
+	}
+	kept := filepath.Join(area, entries[0].Name())
+	os.Remove(kept)
+	if err := os.Symlink(canary, kept); err != nil {
+		t.Fatal(err)
+	}
+
+	res := w.rollback("1")
+	if a := actions(res); a["a.txt"] != "skip" {
+		t.Errorf("a.txt: %q, want skip (%+v)", a["a.txt"], res.Paths)
+	}
+	if fi, err := os.Lstat(filepath.Join(w.dir, "a.txt")); err == nil {
+		t.Errorf("the tampered entry came back as a.txt (%s)", fi.Mode())
+	}
+}
+
+// The journal and the state directory never sit where the agent can
+// reach them, and cowfs never mounts over a system directory.
+func TestStatePlacementRefused(t *testing.T) {
+	w := newWorkspace(t)
+	w.seed(map[string]string{"f": "x"})
+	other := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		dir  string // what must not be mounted
+	}{
+		{"journal inside the workspace", nil, []string{"--journal", filepath.Join(w.dir, ".journal"), w.dir}, w.dir},
+		{"journal deep inside the workspace", nil, []string{"--journal", filepath.Join(w.dir, "a", "b"), w.dir}, w.dir},
+		{"workspace inside the journal", nil, []string{"--journal", other, filepath.Join(other, "ws")}, filepath.Join(other, "ws")},
+		{"state directory inside the workspace", []string{"COWFS_STATE_DIR=" + filepath.Join(w.dir, "state")}, []string{w.dir}, w.dir},
+		{"the root directory", nil, []string{"/"}, "/"},
+		{"a system directory", nil, []string{"/usr"}, "/usr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.MkdirAll(filepath.Join(other, "ws"), 0o755)
+			before := snapshot(t, w.dir)
+			fuseAtRoot := countFUSE("/")
+			cmd := exec.Command(cowfsBin, append([]string{"mount", "--background"}, tc.args...)...)
+			cmd.Env = append(w.env(), tc.env...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 8 || !strings.Contains(string(out), "refused") {
+				t.Errorf("mount %v: %v, want exit 8 and a refusal: %s", tc.args, err, out)
+			}
+			if mounted(tc.dir) && (tc.dir != "/" || countFUSE("/") > fuseAtRoot) {
+				t.Errorf("%s was mounted", tc.dir)
+				syscall.Unmount(tc.dir, syscall.MNT_DETACH)
+			}
+			sameTree(t, w.dir, before, "the workspace after the refused mount")
+		})
+	}
+}
+
+// countFUSE counts the FUSE mounts at path.
+func countFUSE(path string) int {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 2 && fields[1] == path && strings.HasPrefix(fields[2], "fuse") {
+			n++
+		}
+	}
+	return n
+}
+
+// A journal deleted while mounted: changes that need a record fail with
+// EIO, status and the events say why, and umount still stops the daemon.
+func TestJournalDeletedWhileMounted(t *testing.T) {
+	w := newWorkspace(t)
+	files := map[string]string{}
+	for _, c := range "abcdefghijklmnopqrst" {
+		files[string(c)] = "before\n"
+	}
+	w.seed(files)
+	jdir := filepath.Join(t.TempDir(), "journal")
+	w.mount("--journal", jdir)
+	c := ctl.NewClient(w.status().Socket)
+	f := follow(t, c, 0)
+	defer f.stop()
+	w.cowfs("turn", "begin")
+	w.sh("echo changed >> a")
+	if err := os.RemoveAll(jdir); err != nil {
+		t.Fatal(err)
+	}
+	// Each file is touched for the first time in the turn, so each
+	// write needs a record.
+	var werr error
+	for _, c := range "bcdefghijklmnopqrst" {
+		werr = appendTo(w.path(string(c)), "lost?\n")
+		if werr != nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !errors.Is(werr, syscall.EIO) {
+		t.Fatalf("writes after the journal was deleted: %v, want EIO", werr)
+	}
+	if st := w.status(); !strings.Contains(st.JournalError, "deleted") {
+		t.Errorf("status journal_error = %q", st.JournalError)
+	}
+	f.waitFor(t, "journal_error event", func(e ctl.Event) bool {
+		return e.Type == ctl.EventJournalError && strings.Contains(e.Message, "deleted")
+	})
+	pid := w.pids[0]
+	done := make(chan struct{})
+	go func() { w.run("umount"); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("umount did not return within 30 s")
+	}
+	if waitExit(pid, 10*time.Second) != nil {
+		t.Errorf("daemon %d still runs after umount", pid)
+	}
+}
+
+// appendTo appends s to the file at p.
+func appendTo(p, s string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// waitExit waits up to d for process pid to exit.
+func waitExit(pid int, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// nobody is the unprivileged user tests run commands as.
+const nobody = 65534
+
+// A directory swapped for a symlink out of the workspace, behind the
+// mount's back, between the kernel looking it up and a change through
+// the mount: the change reaches the directory's own inode or fails,
+// never the symlink's target.
+func TestSwappedDirectoryStaysInside(t *testing.T) {
+	w := newWorkspace(t)
+	withMountpoint(w)
+	canary := newCanary(t, w)
+	w.seed(map[string]string{"d/f": "inside\n", "d/g": "g\n", "e/f": "inside e\n"})
+	// The changes run as an unprivileged user, who may write the
+	// workspace but not the canary: if the kernel itself follows the
+	// planted symlink for the caller (it will, once it has forgotten
+	// the directory), the caller's own permissions stop it; only the
+	// root daemon could reach the canary.
+	filepath.Walk(w.dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	w.mount("--cache-timeout", "1h")
+	w.cowfs("turn", "begin")
+	w.sh("cat d/f d/g e/f >/dev/null; ls d e >/dev/null") // the kernel knows d, e and their entries
+	// Behind the mount: d moves away and a symlink out takes its
+	// place; e is swapped the same way but the kernel has forgotten it.
+	os.Rename(filepath.Join(w.dir, "d"), filepath.Join(w.dir, "d.real"))
+	os.Symlink(canary, filepath.Join(w.dir, "d"))
+	os.Rename(filepath.Join(w.dir, "e"), filepath.Join(w.dir, "e.real"))
+	os.Symlink(canary, filepath.Join(w.dir, "e"))
+	exec.Command("sh", "-c", "echo 2 > /proc/sys/vm/drop_caches").Run()
+	for _, script := range []string{
+		"echo changed > d/f", "echo changed >> d/g", "rm d/g", "mkdir d/new", "touch d/new2",
+		"chmod 600 d/f", "mv d/f d/moved", "ln -s /etc d/link", "truncate -s 0 e/f",
+		"echo x > e/f", "rm -rf e", "setfattr -n user.x -v 1 d/f",
+	} {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = w.mnt
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		cmd.Run() // each may fail; none may reach the canary
+	}
+	w.cowfs("turn", "end")
+	w.rollback("1", "--force")
+}
