@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,39 +258,54 @@ func waitExit(pid int, d time.Duration) error {
 const nobody = 65534
 
 // A directory swapped for a symlink out of the workspace, behind the
-// mount's back, between the kernel looking it up and a change through
-// the mount: the change reaches the directory's own inode or fails,
-// never the symlink's target.
+// mount's back, while a shell works in it: what the shell then changes
+// reaches the directory's own inode or fails, never the symlink's
+// target.
 func TestSwappedDirectoryStaysInside(t *testing.T) {
 	w := newWorkspace(t)
 	withMountpoint(w)
 	canary := newCanary(t, w)
 	w.seed(map[string]string{"d/f": "inside\n", "d/g": "g\n", "e/f": "inside e\n"})
-	// The changes run as an unprivileged user, who may write the
-	// workspace but not the canary: if the kernel itself follows the
-	// planted symlink for the caller (it will, once it has forgotten
-	// the directory), the caller's own permissions stop it; only the
-	// root daemon could reach the canary.
+	// The shells run as an unprivileged user, who may write the
+	// workspace but not the canary: only the root daemon could reach it.
 	filepath.Walk(w.dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
-	w.mount("--cache-timeout", "1h")
+	top := filepath.Dir(w.dir)
+	os.Chmod(top, 0o755)
+	os.Chmod(filepath.Dir(top), 0o755)
+	w.mount()
 	w.cowfs("turn", "begin")
-	w.sh("cat d/f d/g e/f >/dev/null; ls d e >/dev/null") // the kernel knows d, e and their entries
-	// Behind the mount: d moves away and a symlink out takes its
-	// place; e is swapped the same way but the kernel has forgotten it.
-	os.Rename(filepath.Join(w.dir, "d"), filepath.Join(w.dir, "d.real"))
-	os.Symlink(canary, filepath.Join(w.dir, "d"))
-	os.Rename(filepath.Join(w.dir, "e"), filepath.Join(w.dir, "e.real"))
-	os.Symlink(canary, filepath.Join(w.dir, "e"))
-	exec.Command("sh", "-c", "echo 2 > /proc/sys/vm/drop_caches").Run()
-	for _, script := range []string{
-		"echo changed > d/f", "echo changed >> d/g", "rm d/g", "mkdir d/new", "touch d/new2",
-		"chmod 600 d/f", "mv d/f d/moved", "ln -s /etc d/link", "truncate -s 0 e/f",
-		"echo x > e/f", "rm -rf e", "setfattr -n user.x -v 1 d/f",
-	} {
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = w.mnt
+	// Each shell's working directory keeps the kernel's entry for its
+	// directory, so what it does there reaches the daemon as requests
+	// on that directory's node.
+	scripts := map[string]string{
+		"d": "echo changed > f; echo changed >> g; rm g; mkdir new; touch new2; chmod 600 f; " +
+			"mv f moved; ln -s /etc link; setfattr -n user.x -v 1 moved; ls >/dev/null",
+		"e": "truncate -s 0 f; echo x > f; rm f; mkdir sub; rmdir sub",
+	}
+	var shells []*exec.Cmd
+	var inputs []io.WriteCloser
+	for dir, script := range scripts {
+		cmd := exec.Command("sh", "-c", "read go; "+script)
+		cmd.Dir = filepath.Join(w.mnt, dir)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-		cmd.Run() // each may fail; none may reach the canary
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		shells, inputs = append(shells, cmd), append(inputs, in)
+	}
+	time.Sleep(200 * time.Millisecond) // the shells are in their directories
+	for dir := range scripts {
+		os.Rename(filepath.Join(w.dir, dir), filepath.Join(w.dir, dir+".real"))
+		os.Symlink(canary, filepath.Join(w.dir, dir))
+	}
+	for i, cmd := range shells {
+		io.WriteString(inputs[i], "go\n")
+		inputs[i].Close()
+		cmd.Wait() // each command may fail; none may reach the canary
 	}
 	w.cowfs("turn", "end")
 	w.rollback("1", "--force")
