@@ -13,5 +13,7 @@
 // daemon from a path by computing the same name, for the path and each
 // of its parents.
 //
-// Imports: fs, journal, aside, rollback, ctl.
+// Imports: fs, journal, aside, backing, rollback, ctl; it re-exports
+// the errors the CLI tells apart, so cmd/cowfs imports only daemon and
+// ctl.
 package daemon

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cowfs/cowfs/fs"
+	"github.com/cowfs/cowfs/journal"
 )
 
 // Errors a mount can fail with before anything is mounted.
@@ -118,3 +121,14 @@ func checkDir(path, what string) error {
 	}
 	return nil
 }
+
+// Errors of the packages beneath, for the CLI's exit codes (it imports
+// only daemon and ctl).
+var (
+	ErrNoFUSE        = fs.ErrNoFUSE
+	ErrNotPermitted  = fs.ErrNotPermitted
+	ErrJournalLocked = journal.ErrLocked
+)
+
+// DefaultCacheTimeout is how long the kernel caches by default.
+const DefaultCacheTimeout = fs.DefaultCacheTimeout

@@ -44,5 +44,5 @@
 // listings and refuses to create, rename or remove anything by its
 // name. Link counts are reported without the names held there.
 //
-// Imports: go-fuse, journal, aside.
+// Imports: go-fuse, journal, aside, backing.
 package fs

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/daemon"
-	"github.com/cowfs/cowfs/fs"
 )
 
 type mountOptions struct {
@@ -61,7 +60,7 @@ A stale mount left by a daemon that was killed is cleared, with a warning.`,
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
-	f.DurationVar(&opts.cache, "cache-timeout", fs.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
+	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
 	return cmd
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
-	"github.com/cowfs/cowfs/fs"
-	"github.com/cowfs/cowfs/journal"
 )
 
 // Exit codes, listed in the root command's help.
@@ -64,9 +62,9 @@ func exitCode(err error) int {
 		return exitOutOfWindow
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeConflict}):
 		return exitConflict
-	case errors.Is(err, fs.ErrNoFUSE), errors.Is(err, fs.ErrNotPermitted),
+	case errors.Is(err, daemon.ErrNoFUSE), errors.Is(err, daemon.ErrNotPermitted),
 		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
-		errors.Is(err, daemon.ErrPlacement), errors.Is(err, journal.ErrLocked):
+		errors.Is(err, daemon.ErrPlacement), errors.Is(err, daemon.ErrJournalLocked):
 		return exitCannotMount
 	}
 	return exitError
