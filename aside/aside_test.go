@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cowfs/cowfs/test/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,8 +107,8 @@ func TestForeignPrivateDirRefused(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "other owner" && os.Geteuid() != 0 {
-				t.Skip("needs root to chown")
+			if tc.name == "other owner" {
+				testenv.NeedRoot(t)
 			}
 			ws, canary := t.TempDir(), t.TempDir()
 			must(t, os.WriteFile(filepath.Join(canary, "victim"), []byte("precious"), 0o644))

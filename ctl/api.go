@@ -54,12 +54,12 @@ type TurnList struct {
 
 // Change is the net effect of a turn on one path.
 type Change struct {
-	Path string `json:"path"` // relative to the workspace root
+	Path Path `json:"path"` // relative to the workspace root
 	// Kind is "created", "modified" (content changed, or the file was
 	// replaced), "deleted", "renamed" (now at path, was at from) or
 	// "metadata" (mode, owner, times or xattrs only).
 	Kind string `json:"kind"`
-	From string `json:"from,omitempty"`
+	From Path   `json:"from,omitempty"`
 	// Type is "file", "dir", "symlink", "fifo", "socket", "char" or
 	// "block".
 	Type string `json:"type"`
@@ -155,14 +155,14 @@ const (
 
 // PathAction is what a rollback does (or, dry, would do) to one path.
 type PathAction struct {
-	Path   string `json:"path"`
+	Path   Path   `json:"path"`
 	Action string `json:"action"`
 	Type   string `json:"type"` // as in Change
 	Reason string `json:"reason,omitempty"`
 	// A rename undone: the object recovered at path comes from another
 	// path, or the object deleted from path moves to another.
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
+	From Path `json:"from,omitempty"`
+	To   Path `json:"to,omitempty"`
 }
 
 // RollbackCounts sums a rollback's paths: files (and every other
@@ -191,6 +191,15 @@ type RollbackResult struct {
 	// Marker is the conversation truncation marker the rollback left
 	// (absent in a dry run and an unrevert, which withdraws it).
 	Marker *Marker `json:"marker,omitempty"`
+	// Complete is false for a partial rollback: a step failed for a
+	// reason other than a conflict (no space, an I/O error; Failure
+	// says which). It left no marker and reverted no turn; the paths it
+	// did not finish are skipped with the reason. Retrying the same
+	// rollback once the cause is gone finishes it; an unrevert undoes
+	// what it did. Until then, beginning a turn or another rollback is
+	// refused (busy).
+	Complete bool   `json:"complete"`
+	Failure  string `json:"failure,omitempty"`
 }
 
 // Marker tells the harness where to truncate its conversation after a
@@ -287,9 +296,9 @@ type Event struct {
 	// change: the path, what happened to it (created, modified,
 	// deleted, renamed — from — or metadata), the pre-image bytes
 	// journaled, and the process that did it.
-	Path    string `json:"path,omitempty"`
+	Path    Path   `json:"path,omitempty"`
 	Kind    string `json:"kind,omitempty"`
-	From    string `json:"from,omitempty"`
+	From    Path   `json:"from,omitempty"`
 	Bytes   int64  `json:"bytes,omitempty"`
 	Pid     uint32 `json:"pid,omitempty"`
 	Uid     uint32 `json:"uid,omitempty"`
@@ -321,8 +330,8 @@ type DiffRequest struct {
 
 // DiffFile is one changed file in a diff.
 type DiffFile struct {
-	Path string `json:"path"`
-	From string `json:"from,omitempty"` // renamed: the old path
+	Path Path `json:"path"`
+	From Path `json:"from,omitempty"` // renamed: the old path
 	// Status is created, modified, deleted, renamed or metadata.
 	Status   string `json:"status"`
 	Binary   bool   `json:"binary,omitempty"`    // named, not diffed

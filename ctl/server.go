@@ -114,6 +114,12 @@ func (s *Server) routes() http.Handler {
 		if err := decode(w, r, &req); err != nil {
 			return err
 		}
+		if err := checkLabel("turn id", req.ID, MaxIDBytes); err != nil {
+			return err
+		}
+		if err := checkLabel("anchor", req.Anchor, MaxAnchorBytes); err != nil {
+			return err
+		}
 		t, err := s.svc.BeginTurn(r.Context(), req)
 		return reply(w, http.StatusCreated, t, err)
 	})
@@ -125,6 +131,12 @@ func (s *Server) routes() http.Handler {
 		return reply(w, http.StatusOK, t, err)
 	})
 	route("GET", "/v1/turns/{ref}", func(w http.ResponseWriter, r *http.Request) error {
+		if err := checkLabel("turn", r.PathValue("ref"), MaxIDBytes); err != nil {
+			return err
+		}
+		if err := checkLabel("step", r.URL.Query().Get("step"), MaxIDBytes); err != nil {
+			return err
+		}
 		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"), r.URL.Query().Get("step"))
 		return reply(w, http.StatusOK, d, err)
 	})
@@ -132,6 +144,9 @@ func (s *Server) routes() http.Handler {
 		q := r.URL.Query()
 		if q.Get("at") == "" || q.Get("path") == "" {
 			return Errorf(CodeBadRequest, "content needs ?at=TURN&path=PATH")
+		}
+		if err := checkLabel("turn", q.Get("at"), MaxIDBytes); err != nil {
+			return err
 		}
 		rc, err := s.svc.Content(r.Context(), q.Get("at"), q.Get("path"))
 		if err != nil {
@@ -150,6 +165,9 @@ func (s *Server) routes() http.Handler {
 		}
 		if req.To == "" {
 			return Errorf(CodeBadRequest, "rollback needs \"to\": the turn to roll back to before")
+		}
+		if err := checkLabel("turn", string(req.To), MaxIDBytes); err != nil {
+			return err
 		}
 		res, err := s.svc.Rollback(r.Context(), req)
 		return reply(w, http.StatusOK, res, err)
@@ -171,8 +189,11 @@ func (s *Server) routes() http.Handler {
 		if err := decode(w, r, &req); err != nil {
 			return err
 		}
-		if req.ID == "" || len(req.ID) > 256 {
-			return Errorf(CodeBadRequest, "a step needs an id of 1 to 256 bytes")
+		if req.ID == "" {
+			return Errorf(CodeBadRequest, "a step needs an id")
+		}
+		if err := checkLabel("step id", req.ID, MaxIDBytes); err != nil {
+			return err
 		}
 		st, err := s.svc.BeginStep(r.Context(), req)
 		return reply(w, http.StatusCreated, st, err)
@@ -193,6 +214,11 @@ func (s *Server) routes() http.Handler {
 		q := r.URL.Query()
 		if q.Get("from") == "" {
 			return Errorf(CodeBadRequest, "diff needs ?from=TURN")
+		}
+		for _, k := range []string{"from", "to", "step"} {
+			if err := checkLabel(k, q.Get(k), MaxIDBytes); err != nil {
+				return err
+			}
 		}
 		stat, err := boolParam(q.Get("stat"), "stat")
 		if err != nil {

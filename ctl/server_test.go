@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // fakeService answers with fixed values; it is enough to test the wire.
@@ -99,6 +102,20 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/events?follow=maybe", ``, 400, CodeBadRequest},
 		{"GET", "/v1/diff", ``, 400, CodeBadRequest},
 		{"POST", "/v1/turns/current/steps", `{}`, 400, CodeBadRequest},
+		// Hostile labels: control characters, NUL, escapes, not UTF-8,
+		// too long.
+		{"POST", "/v1/turns", `{"id": "a\nb"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"id": "a\u0000b"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"anchor": "\u001b[31mred"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"anchor": "rtl\u202eevil"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"id": " padded"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"id": "` + strings.Repeat("x", 257) + `"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns", `{"anchor": "` + strings.Repeat("x", 1025) + `"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns/current/steps", `{"id": "s\t1"}`, 400, CodeBadRequest},
+		{"POST", "/v1/rollback", `{"to": "x\ny"}`, 400, CodeBadRequest},
+		{"GET", "/v1/turns/a%00b", ``, 400, CodeBadRequest},
+		{"GET", "/v1/content?at=a%0Ab&path=x", ``, 400, CodeBadRequest},
+		{"GET", "/v1/diff?from=1&step=%1B", ``, 400, CodeBadRequest},
 	}
 	for _, c := range cases {
 		rec := serve(c.method, c.path, []byte(c.body))
@@ -109,6 +126,10 @@ func TestBadRequests(t *testing.T) {
 		if code := errorCode(t, rec); code != c.code {
 			t.Errorf("%s %s: code %s, want %s", c.method, c.path, code, c.code)
 		}
+	}
+	// Labels with spaces and non-ASCII text are fine.
+	if rec := serve("POST", "/v1/turns", []byte(`{"id": "call 7 ü", "anchor": "msg-名前"}`)); rec.Code != 201 {
+		t.Errorf("a printable id: %d %s", rec.Code, rec.Body)
 	}
 	// A turn given as a number or a string.
 	for _, body := range []string{`{"to": 7}`, `{"to": "7"}`, `{"to": "call-7"}`} {
@@ -156,13 +177,8 @@ func FuzzRequests(f *testing.F) {
 
 // Only the daemon's uid and root may use the socket, whatever its mode.
 func TestPeerUID(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to connect as another user")
-	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("needs curl")
-	}
+	testenv.NeedRoot(t) // to connect as another user
+	curl := testenv.NeedTool(t, "curl")
 	// A directory nobody can reach (t.TempDir's parent is 0700).
 	dir, err := os.MkdirTemp("", "cowfs-peer-")
 	if err != nil {
@@ -196,8 +212,8 @@ func TestPeerUID(t *testing.T) {
 	}
 }
 
-// A socket left by a dead daemon is replaced; one a live daemon answers
-// on is not.
+// The socket is private to its owner while it serves; a socket left by
+// a dead daemon is replaced, one a live daemon answers on is not.
 func TestListen(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "ctl.sock")
 	ln, err := Listen(sock)
@@ -206,21 +222,38 @@ func TestListen(t *testing.T) {
 	}
 	srv := NewServer(fakeService{}, nil)
 	go srv.Serve(ln)
+	defer srv.Close()
 	if _, err := NewClient(sock).Status(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	fi, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("serving socket: mode %v, want a socket with 0600", fi.Mode())
 	}
 	if _, err := Listen(sock); err == nil {
 		t.Fatal("a second listener took a live socket")
 	}
-	srv.Close()
-	fi, _ := os.Stat(sock)
-	if fi != nil && fi.Mode().Perm() != 0o600 {
-		t.Errorf("socket mode %v", fi.Mode().Perm())
+
+	// A dead daemon's socket: bound, never unlinked, nobody accepting.
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	ln2, err := Listen(sock)
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Lstat(stale); err != nil {
+		t.Fatalf("the stale socket is gone before the test: %v", err)
+	}
+	ln2, err := Listen(stale)
 	if err != nil {
 		t.Fatalf("a stale socket was not replaced: %v", err)
 	}
-	ln2.Close()
-	_ = http.StatusOK
+	defer ln2.Close()
+	if fi, err := os.Lstat(stale); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("replaced socket: %v %v", fi, err)
+	}
 }

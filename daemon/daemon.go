@@ -53,6 +53,8 @@ type Daemon struct {
 	// Notes are things Start did that the user should hear about.
 	Notes []string
 
+	afterStep func(int) // a test hook (testhook.go)
+
 	stopping chan struct{} // closed by Stop: event streams end
 	rbMu     sync.Mutex    // one rollback, unrevert or turn start at a time
 	pruneMu  sync.Mutex
@@ -77,6 +79,9 @@ func Start(opts Options) (_ *Daemon, err error) {
 		}
 	}()
 
+	if d.afterStep, err = pauseHook(); err != nil {
+		return nil, err
+	}
 	ws, err := canonical(opts.Workspace)
 	if err != nil {
 		return nil, err

@@ -173,7 +173,7 @@ func (s *service) versionAt(recs []*journal.Record, seq uint64, path string) (ve
 
 // diffFile compares the two versions of a changed path.
 func diffFile(c journal.Change, old, new version, stat bool) ctl.DiffFile {
-	f := ctl.DiffFile{Path: c.Path, From: c.From, Status: c.Kind}
+	f := ctl.DiffFile{Path: ctl.Path(c.Path), From: ctl.Path(c.From), Status: c.Kind}
 	switch {
 	case old.exists && !new.exists && c.Kind != journal.Deleted:
 		f.Status = journal.Deleted

@@ -60,7 +60,7 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 // rollback's own records and a directory's times are not.
 func eventOf(r *journal.Record) (ctl.Event, bool) {
 	e := ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: ctl.EventChange,
-		Path: r.Path, Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
+		Path: ctl.Path(r.Path), Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
 	if r.Group != 0 || aside.Private(r.Path) && r.Kind != journal.KindRename {
 		return e, false
 	}
@@ -86,7 +86,7 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		if aside.Private(r.Path2) {
 			return e, false
 		}
-		e.Kind, e.From, e.Path = journal.Renamed, r.Path, r.Path2
+		e.Kind, e.From, e.Path = journal.Renamed, ctl.Path(r.Path), ctl.Path(r.Path2)
 	case journal.KindData:
 		e.Kind = journal.Modified
 	case journal.KindAttr:

@@ -11,7 +11,7 @@ import (
 
 // env is what rollbacks of this workspace work with.
 func (d *Daemon) env() *rollback.Env {
-	e := &rollback.Env{Journal: d.j, Tree: d.tree, Aside: d.area, RootDev: d.rootDev, Log: d.log}
+	e := &rollback.Env{Journal: d.j, Tree: d.tree, Aside: d.area, RootDev: d.rootDev, Log: d.log, AfterStep: d.afterStep}
 	if d.mount != nil {
 		e.Observer = d.mount
 	}
@@ -30,6 +30,10 @@ func (d *Daemon) resume() error {
 			o.Rollback, o.Target, summary(o.Counts))
 		d.Notes = append(d.Notes, note)
 		d.log.Warn(note)
+	}
+	if err := d.j.CheckNoPartial(); err != nil {
+		d.Notes = append(d.Notes, err.Error())
+		d.log.Warn(err.Error())
 	}
 	return nil
 }
@@ -50,7 +54,13 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 		return ctl.RollbackResult{}, apiError(err)
 	}
 	res := resultOf(out, false)
-	if !req.DryRun {
+	switch {
+	case req.DryRun:
+	case !out.Complete:
+		d.log.Warn("rollback partial", "to_before", t.Num, "rollback", out.Rollback, "failure", out.Failure,
+			"result", summary(out.Counts))
+		d.event(journal.EventRollback, res)
+	default:
 		d.log.Info("rolled back", "to_before", t.Num, "rollback", out.Rollback, "result", summary(out.Counts))
 		d.event(journal.EventRollback, res)
 	}
@@ -109,10 +119,11 @@ func (d *Daemon) settle() error {
 
 func resultOf(o *rollback.Outcome, unrevert bool) ctl.RollbackResult {
 	r := ctl.RollbackResult{Target: o.Target, DryRun: o.DryRun, Unrevert: unrevert, Rollback: o.Rollback,
-		Paths: make([]ctl.PathAction, 0, len(o.Report)), Counts: ctl.RollbackCounts(o.Counts)}
+		Paths: make([]ctl.PathAction, 0, len(o.Report)), Counts: ctl.RollbackCounts(o.Counts),
+		Complete: o.Complete, Failure: o.Failure}
 	for _, a := range o.Report {
-		r.Paths = append(r.Paths, ctl.PathAction{Path: a.Path, Action: a.Action, Type: typeName(a.Type),
-			Reason: a.Reason, From: a.From, To: a.To})
+		r.Paths = append(r.Paths, ctl.PathAction{Path: ctl.Path(a.Path), Action: a.Action, Type: typeName(a.Type),
+			Reason: a.Reason, From: ctl.Path(a.From), To: ctl.Path(a.To)})
 	}
 	if o.Marker != nil && !unrevert {
 		m := markerOf(*o.Marker)

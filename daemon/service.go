@@ -56,9 +56,6 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 
 func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.Turn, error) {
 	d := s.d
-	if len(req.ID) > 256 || len(req.Anchor) > 1024 {
-		return ctl.Turn{}, ctl.Errorf(ctl.CodeBadRequest, "id is limited to 256 bytes and anchor to 1024")
-	}
 	// Dirty mmap pages written before the turn belong before it.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback before the turn", "err", err)
@@ -68,7 +65,7 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	if _, open := d.j.OpenTurn(); !open {
 		// The next turn drops rolled-back turns for good.
 		if err := d.settle(); err != nil {
-			return ctl.Turn{}, err
+			return ctl.Turn{}, apiError(err)
 		}
 	}
 	t, err := d.j.BeginTurn(req.ID, req.Anchor, time.Now())
@@ -166,7 +163,7 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	d.ChangedPaths, d.Records, d.JournalBytes = len(changes), len(recs), stored
 	for _, c := range changes {
 		d.Changes = append(d.Changes, ctl.Change{
-			Path: c.Path, Kind: c.Kind, From: c.From, Type: typeName(c.Type), Bytes: c.Bytes,
+			Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
 			Pid: c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
 		})
 	}
@@ -237,7 +234,7 @@ func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, 
 	os.Remove(tmp.Name()) // anonymous: gone once closed
 	if err := s.materialize(t, rel, tmp); err != nil {
 		tmp.Close()
-		return nil, err
+		return nil, apiError(err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		tmp.Close()
@@ -290,15 +287,24 @@ func apiError(err error) error {
 	switch {
 	case errors.As(err, &e):
 		return err
-	case errors.Is(err, journal.ErrBusy):
+	case errors.Is(err, journal.ErrBusy), errors.Is(err, journal.ErrPartial):
 		return ctl.Errorf(ctl.CodeBusy, "%v", err)
 	case errors.Is(err, journal.ErrNoTurn), errors.Is(err, journal.ErrDuplicateID),
 		errors.Is(err, rollback.ErrNothingToUnrevert):
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	case errors.Is(err, journal.ErrTurnNotFound):
 		return ctl.Errorf(ctl.CodeNotFound, "%v", err)
-	case errors.Is(err, journal.ErrInvalid), errors.Is(err, backing.ErrEscapes):
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, backing.ErrEscapes), errors.Is(err, backing.ErrBadPath):
 		return ctl.Errorf(ctl.CodeBadRequest, "%v", err)
+	// A path the workspace cannot resolve as asked: it goes through a
+	// symbolic link (which cowfs never follows), out of the workspace,
+	// through a file, or is too long.
+	case errors.Is(err, syscall.ELOOP):
+		return ctl.Errorf(ctl.CodeBadRequest, "%v (the path goes through a symbolic link, which cowfs does not follow)", err)
+	case errors.Is(err, syscall.EXDEV), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EISDIR):
+		return ctl.Errorf(ctl.CodeBadRequest, "%v", err)
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+		return ctl.Errorf(ctl.CodeNotFound, "%v", err)
 	case errors.Is(err, rollback.ErrNoPreimage):
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // testMount mounts a cowfs over a fresh backing directory in-process,
@@ -25,9 +26,7 @@ func testMount(t *testing.T) (mnt, backing string, j *journal.Journal) {
 // testMountArea is testMount that also returns the aside area.
 func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *aside.Area) {
 	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		skip(t, "no /dev/fuse")
-	}
+	testenv.NeedFUSE(t)
 	dir := t.TempDir()
 	backing = filepath.Join(dir, "backing")
 	mnt = filepath.Join(dir, "mnt")
@@ -54,15 +53,6 @@ func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *as
 		}
 	})
 	return mnt, backing, j, a
-}
-
-// skip skips, unless COWFS_TEST_DISALLOW_SKIP is set (as in CI).
-func skip(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("COWFS_TEST_DISALLOW_SKIP") != "" {
-		t.Fatalf("cannot run: %s", why)
-	}
-	t.Skip(why)
 }
 
 // go-fuse's POSIX conformance tests, against a cowfs mount with a turn

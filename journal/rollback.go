@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,12 +13,25 @@ import (
 const (
 	RollbackRunning     = "running"     // planned and started; resumed after a crash
 	RollbackDone        = "done"        // the workspace is at the target; can be unreverted
+	RollbackPartial     = "partial"     // stopped at a step that failed; retried or unreverted
 	RollbackUnreverting = "unreverting" // being undone; resumed after a crash
 )
+
+// ErrPartial: a rollback stopped at a step that failed (no space, an I/O
+// error) and waits to be retried or undone; nothing else that changes
+// history may happen meanwhile.
+var ErrPartial = errors.New("a rollback did not finish")
 
 // Rollback is one rollback (or its undoing) as the journal keeps it:
 // enough to finish it after a crash, to undo it, and, when the next
 // turn begins, to forget the turns it reverted.
+//
+// The rollbacks done since the last turn began form a stack (by ID):
+// a rollback pushes, an unrevert pops. The workspace sits before the
+// target of the top one, whatever came before — so a rollback to a later
+// turn after one to an earlier turn brings the turns in between back —
+// and turn states and markers are worked out from the stack each time
+// it changes (restack), never patched one rollback at a time.
 type Rollback struct {
 	ID     uint64 `json:"id"`
 	Target uint64 `json:"target"` // rolled back to before this turn
@@ -30,18 +44,22 @@ type Rollback struct {
 	// Records it did not undo (conflicts, failures), which stay in
 	// effect in the workspace.
 	Skipped []uint64 `json:"skipped,omitempty"`
-	// The turns it reverted.
+	// The turns that were live when it began and it reverted.
 	Reverted []uint64 `json:"reverted"`
-	// The marker it replaced, put back if it is undone.
-	Replaced *Marker `json:"replaced,omitempty"`
+	// Marker is the marker it leaves (done rollbacks).
+	Marker *Marker `json:"marker,omitempty"`
+
+	// A partial rollback resumes at plan step Next; Failure says why it
+	// stopped.
+	Next    int    `json:"next,omitempty"`
+	Failure string `json:"failure,omitempty"`
 
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
 }
 
 // NewRollback stores r (assigning its ID) with its plan, in state
-// running, and marks the turns it reverts. The caller holds the gate
-// exclusively.
+// running. The caller holds the gate exclusively.
 func (j *Journal) NewRollback(r *Rollback, plan []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -77,31 +95,15 @@ func (j *Journal) SaveRollback(r *Rollback, plan []byte) error {
 	})
 }
 
-// FinishRollback records that r is done: the reverted turns are marked,
-// and the marker m replaces any marker of its turn.
+// FinishRollback records that r is done and leaves marker m: r goes on
+// top of the stack, and turn states and markers follow.
 func (j *Journal) FinishRollback(r *Rollback, m Marker) error {
 	return j.db.Update(func(txn *badger.Txn) error {
-		var old Marker
-		if ok, err := getJSON(txn, markerKey(m.Turn), &old); err != nil {
-			return err
-		} else if ok {
-			r.Replaced = &old
-		}
-		r.State = RollbackDone
-		for _, n := range r.Reverted {
-			t, err := getTurn(txn, n)
-			if err != nil {
-				return err
-			}
-			t.RevertedBy = r.ID
-			if err := setJSON(txn, turnKey(n), t); err != nil {
-				return err
-			}
-		}
-		if err := setJSON(txn, markerKey(m.Turn), m); err != nil {
+		r.State, r.Marker, r.Next, r.Failure = RollbackDone, &m, 0, ""
+		if err := setJSON(txn, rollbackKey(r.ID), r); err != nil {
 			return err
 		}
-		return setJSON(txn, rollbackKey(r.ID), r)
+		return restack(txn, nil)
 	})
 }
 
@@ -123,29 +125,34 @@ func (j *Journal) RollbackPlan(id uint64) ([]byte, error) {
 }
 
 // Rollbacks returns the rollbacks not yet forgotten, oldest first: those
-// done (and so undoable until the next turn) and those a crash
-// interrupted.
+// done (and so undoable until the next turn), a partial one, and those a
+// crash interrupted.
 func (j *Journal) Rollbacks() ([]Rollback, error) {
 	var rs []Rollback
-	err := j.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixRollback}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var r Rollback
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &r) }); err != nil {
-				return fmt.Errorf("%w: rollback: %v", ErrCorrupt, err)
-			}
-			rs = append(rs, r)
-		}
-		return nil
+	err := j.db.View(func(txn *badger.Txn) (err error) {
+		rs, err = rollbacks(txn)
+		return err
 	})
 	return rs, err
 }
 
-// Unreverted forgets rollback r after it was undone: the turns it
-// reverted are live again, its records (group r.ID) are deleted, and
-// its marker is withdrawn (the one it replaced, if any, comes back).
-// dropAside frees the aside entries its records name.
+func rollbacks(txn *badger.Txn) ([]Rollback, error) {
+	var rs []Rollback
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixRollback}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var r Rollback
+		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &r) }); err != nil {
+			return nil, fmt.Errorf("%w: rollback: %v", ErrCorrupt, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// Unreverted forgets rollback r after it was undone: it leaves the
+// stack (turn states and markers follow what is left), and its records
+// (group r.ID) are deleted. dropAside frees the aside entries they name.
 func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
 	var group []*Record
 	err := j.Scan(r.To, 0, false, func(rec *Record) error {
@@ -158,36 +165,126 @@ func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
 		return err
 	}
 	err = j.db.Update(func(txn *badger.Txn) error {
-		for _, n := range r.Reverted {
-			t, err := getTurn(txn, n)
-			if err != nil {
-				continue
-			}
-			t.RevertedBy = 0
-			if err := setJSON(txn, turnKey(n), t); err != nil {
-				return err
-			}
-		}
-		var m Marker
-		if ok, err := getJSON(txn, markerKey(r.Target), &m); err != nil {
-			return err
-		} else if ok && m.Rollback == r.ID {
-			if r.Replaced != nil {
-				err = setJSON(txn, markerKey(r.Target), r.Replaced)
-			} else {
-				err = txn.Delete(markerKey(r.Target))
-			}
-			if err != nil {
-				return err
-			}
-		}
 		if err := txn.Delete(planKey(r.ID)); err != nil {
 			return err
 		}
-		return txn.Delete(rollbackKey(r.ID))
+		if err := txn.Delete(rollbackKey(r.ID)); err != nil {
+			return err
+		}
+		return restack(txn, r)
 	})
 	if err != nil {
 		return fmt.Errorf("journal: unrevert %d: %w", r.ID, err)
 	}
 	return j.forget(group, dropAside)
+}
+
+// restack makes turn states and markers agree with the stack of done
+// rollbacks: the workspace sits before the top one's target, so exactly
+// the turns from there on are reverted (by it), and the markers that
+// stand are those of the rollbacks in the stack whose targets are at or
+// after it (the latest for each turn). gone is a rollback just taken off
+// the stack, whose marker goes.
+//
+// Markers of turns forgotten earlier are not touched: a stack's targets
+// are turns still in the journal, and turn numbers are never reused.
+func restack(txn *badger.Txn, gone *Rollback) error {
+	rbs, err := rollbacks(txn)
+	if err != nil {
+		return err
+	}
+	var stack []Rollback
+	for _, r := range rbs {
+		if r.State == RollbackDone {
+			stack = append(stack, r)
+		}
+	}
+	// Turns.
+	var top *Rollback
+	if len(stack) > 0 {
+		top = &stack[len(stack)-1]
+	}
+	turns, err := turnsIn(txn)
+	if err != nil {
+		return err
+	}
+	for _, t := range turns {
+		want := uint64(0)
+		if top != nil && t.Num >= top.Target {
+			want = top.ID
+		}
+		if t.RevertedBy != want {
+			t.RevertedBy = want
+			if err := setJSON(txn, turnKey(t.Num), t); err != nil {
+				return err
+			}
+		}
+	}
+	// Markers: withdraw every marker a rollback of the stack (or the one
+	// leaving it) left, then put back those that stand.
+	for _, r := range append(stack, derefOr(gone)...) {
+		if err := withdrawMarker(txn, r); err != nil {
+			return err
+		}
+	}
+	for _, r := range stack {
+		if r.Marker != nil && r.Target >= top.Target {
+			if err := setJSON(txn, markerKey(r.Marker.Turn), r.Marker); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// withdrawMarker deletes the marker r left, if it still stands.
+func withdrawMarker(txn *badger.Txn, r Rollback) error {
+	var m Marker
+	ok, err := getJSON(txn, markerKey(r.Target), &m)
+	if err != nil || !ok || m.Rollback != r.ID {
+		return err
+	}
+	return txn.Delete(markerKey(r.Target))
+}
+
+func derefOr(r *Rollback) []Rollback {
+	if r == nil {
+		return nil
+	}
+	return []Rollback{*r}
+}
+
+// Partial returns the rollback that stopped at a failed step, if one
+// waits to be retried or undone.
+func (j *Journal) Partial() (*Rollback, error) {
+	rbs, err := j.Rollbacks()
+	if err != nil {
+		return nil, err
+	}
+	for i := range rbs {
+		if rbs[i].State == RollbackPartial {
+			return &rbs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// partialError says that rollback r waits, and what to do about it.
+func partialError(r *Rollback) error {
+	return fmt.Errorf("%w: rollback %d to before turn %d stopped at a step that failed (%s); "+
+		"retry it (cowfs rollback %d) once the cause is gone, or undo what it did (cowfs unrevert)",
+		ErrPartial, r.ID, r.Target, r.Failure, r.Target)
+}
+
+// CheckNoPartial fails with ErrPartial if a rollback waits to be retried
+// or undone.
+func (j *Journal) CheckNoPartial() error {
+	r, err := j.Partial()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return partialError(r)
+	}
+	return nil
 }

@@ -18,11 +18,14 @@ func (j *Journal) forget(recs []*Record, dropAside func(string) error) error {
 	return j.dropRecords(recs)
 }
 
-// Settle makes the pending rollbacks final, as the next turn begins:
-// the turns they reverted are forgotten with every record they undid
-// and their own records; records they skipped stay, as changes outside
-// a turn (they are still in effect, and no turn owns them). For a
-// record several rollbacks covered, the latest decides.
+// Settle makes the stack of rollbacks final, as the next turn begins.
+// The workspace sits before the top rollback's target: the turns from
+// there on are forgotten, with every record the top rollback undid and
+// its own records (the records of the rollbacks below it lie inside its
+// range: it undid them too). Records it skipped stay, as changes outside
+// a turn (they are still in effect, and no turn owns them). Records
+// before its range are untouched: their turns are live, even if a
+// rollback lower in the stack had reverted them.
 //
 // It returns the aside names the forgotten records held, for the
 // caller to free when it likes: a rollback of a large tree keeps
@@ -30,40 +33,44 @@ func (j *Journal) forget(recs []*Record, dropAside func(string) error) error {
 // begins. The records go first, so a crash before the names are freed
 // leaves entries no record names, which the daemon sweeps at start
 // (aside.Area.Sweep); never a record naming an entry that is gone.
+//
+// It fails with ErrPartial while a rollback waits to be retried or
+// undone.
 func (j *Journal) Settle() (asides []string, err error) {
 	rbs, err := j.Rollbacks()
 	if err != nil || len(rbs) == 0 {
 		return nil, err
 	}
-	decided := map[uint64]bool{}
+	for i := range rbs {
+		switch rbs[i].State {
+		case RollbackDone:
+		case RollbackPartial:
+			return nil, partialError(&rbs[i])
+		default:
+			return nil, fmt.Errorf("journal: rollback %d is %s; finish it first", rbs[i].ID, rbs[i].State)
+		}
+	}
+	top := rbs[len(rbs)-1]
+	skipped := map[uint64]bool{}
+	for _, s := range top.Skipped {
+		skipped[s] = true
+	}
 	var drop, keep []*Record
-	var turns []uint64
-	for i := len(rbs) - 1; i >= 0; i-- {
-		rb := rbs[i]
-		if rb.State != RollbackDone {
-			return nil, fmt.Errorf("journal: rollback %d is %s; finish it first", rb.ID, rb.State)
+	err = j.Scan(top.From, 0, false, func(r *Record) error {
+		switch {
+		case r.Seq < top.To && skipped[r.Seq]:
+			keep = append(keep, r)
+		case r.Seq < top.To || r.Group == top.ID:
+			drop = append(drop, r)
 		}
-		skipped := map[uint64]bool{}
-		for _, s := range rb.Skipped {
-			skipped[s] = true
-		}
-		err := j.Scan(rb.From, 0, false, func(r *Record) error {
-			switch {
-			case decided[r.Seq]:
-			case r.Seq < rb.To && skipped[r.Seq]:
-				keep = append(keep, r)
-			case r.Seq < rb.To || r.Group == rb.ID:
-				drop = append(drop, r)
-			default:
-				return nil
-			}
-			decided[r.Seq] = true
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		turns = append(turns, rb.Reverted...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	turns, err := j.Turns()
+	if err != nil {
+		return nil, err
 	}
 	// Records are relabelled before anything is deleted: a crash in
 	// between leaves them as changes outside a turn, which is what they
@@ -75,8 +82,11 @@ func (j *Journal) Settle() (asides []string, err error) {
 				return err
 			}
 		}
-		for _, n := range turns {
-			if err := txn.Delete(turnKey(n)); err != nil {
+		for _, t := range turns {
+			if t.Num < top.Target {
+				continue
+			}
+			if err := txn.Delete(turnKey(t.Num)); err != nil {
 				return err
 			}
 		}

@@ -186,19 +186,25 @@ func getTurn(txn *badger.Txn, n uint64) (Turn, error) {
 // Turns returns the turns in the window, oldest first.
 func (j *Journal) Turns() ([]Turn, error) {
 	var ts []Turn
-	err := j.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixTurn}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var t Turn
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &t) }); err != nil {
-				return fmt.Errorf("%w: turn %d: %v", ErrCorrupt, keyNum(it.Item().Key()), err)
-			}
-			ts = append(ts, t)
-		}
-		return nil
+	err := j.db.View(func(txn *badger.Txn) (err error) {
+		ts, err = turnsIn(txn)
+		return err
 	})
 	return ts, err
+}
+
+func turnsIn(txn *badger.Txn) ([]Turn, error) {
+	var ts []Turn
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixTurn}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var t Turn
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &t) }); err != nil {
+			return nil, fmt.Errorf("%w: turn %d: %v", ErrCorrupt, keyNum(it.Item().Key()), err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 // FindTurn returns the turn named by ref: its number, or the harness's

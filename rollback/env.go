@@ -19,6 +19,9 @@ type Env struct {
 	// nobody to tell.
 	Observer Observer
 	Log      *slog.Logger
+	// AfterStep, if set, is called after each plan step with the number
+	// of steps done: a test hook to act at an exact point of a run.
+	AfterStep func(steps int)
 }
 
 // Observer learns what a rollback changed behind the mount's back.

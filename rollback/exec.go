@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,7 @@ type executor struct {
 	names string   // prefix of aside names this run gives: "rb7-"
 	recs  map[uint64]*journal.Record
 
-	skipped []uint64          // steps that could not run
+	skipped []uint64          // steps skipped for a conflict found at run time
 	reasons map[string]string // path -> why it was skipped
 }
 
@@ -40,38 +41,62 @@ func (e skipError) Error() string {
 	return e.reason
 }
 
-func (x *executor) run(plan *Plan) {
+// run performs plan's steps from index from on, in order. A step that
+// finds the workspace other than the plan expects is skipped and its
+// reason noted (a conflict: it stays in effect, reported per path). A
+// step that fails for any other reason — no space for its undo record,
+// an I/O error — stops the run: the steps after it may depend on it, and
+// running them would report conflicts that are only its consequence.
+// run returns the index of the failed step and its error, or -1 and nil.
+func (x *executor) run(plan *Plan, from int) (int, error) {
 	x.reasons = map[string]string{}
-	for i := range plan.Steps {
-		x.do(&plan.Steps[i])
+	for i := from; i < len(plan.Steps); i++ {
+		if err := x.do(&plan.Steps[i]); err != nil {
+			return i, err
+		}
+		if h := x.env.AfterStep; h != nil {
+			h(i + 1)
+		}
 	}
+	return -1, nil
 }
 
-// do runs step s unless the plan skips it, and notes why it could not
-// run if it could not.
-func (x *executor) do(s *Step) {
+// do runs step s unless the plan skips it. A conflict is noted, and do
+// returns nil; any other error is returned.
+func (x *executor) do(s *Step) error {
 	if s.Skip != "" || s.Op == "" {
-		return
+		return nil
 	}
 	err := x.step(s)
 	if err == nil {
-		return
-	}
-	var se skipError
-	reason := err.Error()
-	if errors.As(err, &se) {
-		reason = se.reason
+		return nil
 	}
 	if x.env.Log != nil {
-		x.env.Log.Warn("rollback step skipped", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
+		x.env.Log.Warn("rollback step failed", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
 			"ino", s.Ino, "ino2", s.Ino2, "why", err)
+	}
+	var se skipError
+	if !errors.As(err, &se) {
+		if p := stepPath(s); !strings.Contains(err.Error(), p) {
+			err = fmt.Errorf("%s: %w", p, err)
+		}
+		return err
 	}
 	x.skipped = append(x.skipped, s.Seq)
 	for _, p := range []string{s.Path, s.Path2} {
 		if p != "" && !aside.Private(p) && x.reasons[p] == "" {
-			x.reasons[p] = reason
+			x.reasons[p] = se.reason
 		}
 	}
+	return nil
+}
+
+// stepPath is the workspace path a step is about, for messages.
+func stepPath(s *Step) string {
+	if s.Path2 != "" && aside.Private(s.Path) {
+		return s.Path2
+	}
+	return s.Path
 }
 
 func (x *executor) step(s *Step) error {

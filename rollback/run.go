@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -23,6 +24,11 @@ type Outcome struct {
 	Report   []PathAction    `json:"report"`
 	Counts   Counts          `json:"counts"`
 	Marker   *journal.Marker `json:"marker,omitempty"`
+	// Complete is false for a rollback that stopped at a step that
+	// failed (Failure says how): it is partial, left no marker, reverted
+	// no turn, and finishes when retried.
+	Complete bool   `json:"complete"`
+	Failure  string `json:"failure,omitempty"`
 }
 
 // Note is the line a rollback's marker gives the model.
@@ -42,6 +48,14 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if t, open := g.OpenTurn(); open {
 		return nil, fmt.Errorf("%w: turn %d; end it before rolling back", journal.ErrBusy, t.Num)
 	}
+	if rb, err := env.Journal.Partial(); err != nil {
+		return nil, err
+	} else if rb != nil {
+		if rb.Target != target.Num {
+			return nil, env.Journal.CheckNoPartial()
+		}
+		return retry(env, g, rb, dryRun)
+	}
 	to := env.Journal.NextSeq()
 	recs, err := scanBack(env.Journal, target.StartSeq, to)
 	if err != nil {
@@ -54,7 +68,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	}
 	plan.Target, plan.From, plan.To = target.Num, target.StartSeq, to
 	plan.Report = p.report(plan, recs)
-	out := &Outcome{Target: target.Num, DryRun: dryRun, Report: plan.Report, Counts: Count(plan.Report)}
+	out := &Outcome{Target: target.Num, DryRun: dryRun, Report: plan.Report, Counts: Count(plan.Report), Complete: true}
 	if dryRun {
 		return out, nil
 	}
@@ -63,9 +77,10 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	rb := &journal.Rollback{Target: target.Num, Force: force, From: target.StartSeq, To: to, Started: time.Now().UTC()}
+	rb := &journal.Rollback{Target: target.Num, Force: force, From: target.StartSeq, To: to, Started: time.Now().UTC(),
+		Skipped: plan.Skipped}
 	for _, t := range turns {
-		if t.Num >= target.Num {
+		if t.Num >= target.Num && t.RevertedBy == 0 {
 			rb.Reverted = append(rb.Reverted, t.Num)
 		}
 	}
@@ -74,16 +89,44 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err := env.Journal.NewRollback(rb, mustJSON(plan)); err != nil {
 		return nil, err
 	}
-	return finishRollback(env, g, rb, plan, recs, out)
+	return finishRollback(env, g, rb, plan, recs, 0)
 }
 
-// finishRollback executes a stored rollback's plan and marks it done.
-func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, recs []*journal.Record, out *Outcome) (*Outcome, error) {
+// retry goes on with partial rollback rb from the step that failed.
+func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcome, error) {
+	plan, err := storedPlan(env.Journal, rb)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return &Outcome{Target: rb.Target, DryRun: true, Report: plan.Report, Counts: Count(plan.Report), Complete: true}, nil
+	}
+	return finishRollback(env, g, rb, plan, nil, rb.Next)
+}
+
+// finishRollback executes a stored rollback's plan from step from on and
+// marks it done — or partial, if a step failed: then the plan is stored
+// again with what this run learnt (the conflicts it found at run time
+// become planned skips), so that a retry goes on from the failed step
+// and reports the same.
+func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, recs []*journal.Record, from int) (*Outcome, error) {
 	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), recs: index(recs),
 		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
-	x.run(plan)
-	rb.Skipped = append(plan.Skipped, x.skipped...)
+	failed, ferr := x.run(plan, from)
+	learn(plan, x)
+	rb.Skipped = plan.Skipped
+	out := &Outcome{Target: rb.Target, Rollback: rb.ID, Report: plan.Report, Complete: ferr == nil}
+	if ferr != nil {
+		rb.State, rb.Next, rb.Failure = journal.RollbackPartial, failed, ferr.Error()
+		if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
+			return nil, err
+		}
+		out.Failure = rb.Failure
+		out.Report = unfinished(plan, failed, ferr)
+		out.Counts = Count(out.Report)
+		return out, nil
+	}
 	rb.Finished = time.Now().UTC()
 	target := journal.Turn{Num: rb.Target}
 	if t, err := env.Journal.FindTurn(fmt.Sprint(rb.Target)); err == nil {
@@ -94,10 +137,65 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 	if err := env.Journal.FinishRollback(rb, m); err != nil {
 		return nil, err
 	}
-	out.Rollback, out.Marker = rb.ID, &m
-	out.Report = applySkips(plan.Report, x.reasons)
-	out.Counts = Count(out.Report)
+	out.Marker, out.Counts = &m, Count(out.Report)
 	return out, nil
+}
+
+// learn folds what a run found into its plan: steps skipped for a
+// conflict found at run time are skipped in the plan, and the report
+// says so for their paths.
+func learn(plan *Plan, x *executor) {
+	if len(x.skipped) == 0 {
+		return
+	}
+	runtime := map[uint64]bool{}
+	for _, seq := range x.skipped {
+		runtime[seq] = true
+	}
+	for i := range plan.Steps {
+		s := &plan.Steps[i]
+		if runtime[s.Seq] && s.Skip == "" {
+			s.Skip = x.reasons[stepPath(s)]
+			if s.Skip == "" {
+				s.Skip = reasonMismatch
+			}
+		}
+	}
+	plan.Skipped = append(plan.Skipped, x.skipped...)
+	plan.Report = applySkips(plan.Report, x.reasons)
+}
+
+// unfinished is the report of a run that stopped at step failed: the
+// paths of that step and of the steps after it are not done.
+func unfinished(plan *Plan, failed int, err error) []PathAction {
+	at := stepPath(&plan.Steps[failed])
+	reasons := map[string]string{}
+	for i := failed; i < len(plan.Steps); i++ {
+		s := &plan.Steps[i]
+		if s.Skip != "" || s.Op == "" {
+			continue
+		}
+		for _, p := range []string{s.Path, s.Path2} {
+			if p != "" && !aside.Private(p) && reasons[p] == "" {
+				reasons[p] = "not done: the rollback stopped at " + at
+			}
+		}
+	}
+	reasons[at] = "failed: " + err.Error()
+	return applySkips(plan.Report, reasons)
+}
+
+// storedPlan reads the plan stored with rollback rb.
+func storedPlan(j *journal.Journal, rb *journal.Rollback) (*Plan, error) {
+	b, err := j.RollbackPlan(rb.ID)
+	if err != nil {
+		return nil, err
+	}
+	var plan Plan
+	if err := json.Unmarshal(b, &plan); err != nil {
+		return nil, fmt.Errorf("rollback %d: stored plan: %w", rb.ID, err)
+	}
+	return &plan, nil
 }
 
 // Unrevert undoes the last rollback since the last turn began, putting
@@ -131,12 +229,18 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 
 func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, recs []*journal.Record) (*Outcome, error) {
 	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID), recs: index(recs)}
-	x.run(plan)
+	// An unrevert journals nothing (the rollback's own records are what
+	// it undoes), so a step that fails stops it with an error: the
+	// rollback stays, and the unrevert can be tried again; its finished
+	// steps find their results already there.
+	if _, err := x.run(plan, 0); err != nil {
+		return nil, fmt.Errorf("unrevert of rollback %d stopped: %w", rb.ID, err)
+	}
 	if err := env.Journal.Unreverted(rb, env.Aside.Drop); err != nil {
 		return nil, err
 	}
 	report := applySkips(plan.Report, x.reasons)
-	return &Outcome{Target: rb.Target, Rollback: rb.ID, Report: report, Counts: Count(report)}, nil
+	return &Outcome{Target: rb.Target, Rollback: rb.ID, Report: report, Counts: Count(report), Complete: true}, nil
 }
 
 // Resume finishes the rollbacks and unreverts a crash interrupted. It
@@ -151,23 +255,19 @@ func Resume(env *Env) ([]*Outcome, error) {
 	var outs []*Outcome
 	for i := range rbs {
 		rb := &rbs[i]
-		if rb.State == journal.RollbackDone {
-			continue
+		if rb.State != journal.RollbackRunning && rb.State != journal.RollbackUnreverting {
+			continue // done, or partial: waits for a retry or an unrevert
 		}
-		b, err := env.Journal.RollbackPlan(rb.ID)
+		plan, err := storedPlan(env.Journal, rb)
 		if err != nil {
 			return outs, err
-		}
-		var plan Plan
-		if err := json.Unmarshal(b, &plan); err != nil {
-			return outs, fmt.Errorf("rollback %d: stored plan: %w", rb.ID, err)
 		}
 		var out *Outcome
 		switch rb.State {
 		case journal.RollbackRunning:
-			out, err = finishRollback(env, g, rb, &plan, nil, &Outcome{Target: rb.Target, Report: plan.Report})
+			out, err = finishRollback(env, g, rb, plan, nil, 0)
 		case journal.RollbackUnreverting:
-			out, err = finishUnrevert(env, rb, &plan, nil)
+			out, err = finishUnrevert(env, rb, plan, nil)
 		}
 		if err != nil {
 			return outs, err
@@ -184,7 +284,7 @@ func lastRollback(j *journal.Journal) (*journal.Rollback, error) {
 		return nil, err
 	}
 	for i := len(rbs) - 1; i >= 0; i-- {
-		if rbs[i].State == journal.RollbackDone {
+		if rbs[i].State == journal.RollbackDone || rbs[i].State == journal.RollbackPartial {
 			return &rbs[i], nil
 		}
 	}

@@ -66,7 +66,7 @@ func runDiff(opts diffOptions, req ctl.DiffRequest) error {
 		case f.Diff != "":
 			fmt.Print(colorDiff(f.Diff, color))
 		default:
-			fmt.Printf("%s %s%s\n", f.Status, f.Path, diffNote(f))
+			fmt.Printf("%s %s%s\n", f.Status, shownPath(f.Path), diffNote(f))
 		}
 	}
 	return nil
@@ -75,7 +75,7 @@ func runDiff(opts diffOptions, req ctl.DiffRequest) error {
 func diffNote(f ctl.DiffFile) string {
 	var notes []string
 	if f.From != "" {
-		notes = append(notes, "from "+f.From)
+		notes = append(notes, "from "+shownPath(f.From))
 	}
 	switch {
 	case f.Binary:
@@ -94,7 +94,7 @@ func diffNote(f ctl.DiffFile) string {
 func printStat(d ctl.Diff) {
 	width := 0
 	for _, f := range d.Files {
-		width = max(width, len(f.Path))
+		width = max(width, len(shownPath(f.Path)))
 	}
 	added, removed := 0, 0
 	for _, f := range d.Files {
@@ -102,7 +102,7 @@ func printStat(d ctl.Diff) {
 		if f.Binary || f.TooLarge || f.Note != "" {
 			counts = strings.TrimPrefix(diffNote(f), " ")
 		}
-		fmt.Printf(" %-*s | %s\n", width, f.Path, counts)
+		fmt.Printf(" %-*s | %s\n", width, shownPath(f.Path), counts)
 		added += f.Added
 		removed += f.Removed
 	}

@@ -65,11 +65,11 @@ func eventLine(e ctl.Event) string {
 	}
 	switch e.Type {
 	case ctl.EventChange:
-		what := e.Path
+		what := shownPath(e.Path)
 		if e.From != "" {
-			what = e.From + " -> " + e.Path
+			what = shownPath(e.From) + " -> " + what
 		}
-		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d)%s", e.Seq, at, e.Kind, what, dash(e.Command), e.Pid, e.Uid, where)
+		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d)%s", e.Seq, at, e.Kind, what, dash(shown(e.Command)), e.Pid, e.Uid, where)
 	case ctl.EventTurnBegin:
 		return fmt.Sprintf("%d %s turn %d began%s", e.Seq, at, e.Turn, idAnchor(e.ID, e.Anchor))
 	case ctl.EventTurnEnd:

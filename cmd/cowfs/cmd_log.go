@@ -45,7 +45,7 @@ func runLog(opts logOptions) error {
 		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "TURN\tID\tANCHOR\tSTATE\tBEGAN\tPATHS\tJOURNAL")
 		for _, t := range l.Turns {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Num, dash(t.ID), dash(t.Anchor), t.State, when(t.BeganAt), t.ChangedPaths, humanBytes(t.JournalBytes))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Num, dash(shown(t.ID)), dash(shown(t.Anchor)), t.State, when(t.BeganAt), t.ChangedPaths, humanBytes(t.JournalBytes))
 		}
 		w.Flush()
 	}

@@ -57,9 +57,18 @@ func runRollback(opts rollbackOptions, req ctl.RollbackRequest) error {
 	return printRollback(opts, res)
 }
 
+// errPartial is the exit of a rollback that did not finish.
+var errPartial = codedError{fmt.Errorf("the rollback did not finish; nothing was marked: fix the cause and run the same rollback again, or undo what it did with 'cowfs unrevert'"), exitPartial}
+
 func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 	if opts.json {
-		return printJSON(res)
+		if err := printJSON(res); err != nil {
+			return err
+		}
+		if !res.Complete {
+			return errPartial
+		}
+		return nil
 	}
 	fmt.Println(rollbackSummary(res))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -68,18 +77,21 @@ func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 			reason := ""
 			switch {
 			case p.Reason != "":
-				reason = "\t(" + p.Reason + ")"
+				reason = "\t(" + shown(p.Reason) + ")"
 			case p.From != "":
-				reason = "\t(renamed back from " + p.From + ")"
+				reason = "\t(renamed back from " + shownPath(p.From) + ")"
 			case p.To != "":
-				reason = "\t(renamed back to " + p.To + ")"
+				reason = "\t(renamed back to " + shownPath(p.To) + ")"
 			}
-			fmt.Fprintf(w, "  %s\t%s%s\t%s\n", p.Action, p.Path, slashIfDir(p.Type), reason)
+			fmt.Fprintf(w, "  %s\t%s%s\t%s\n", p.Action, shownPath(p.Path), slashIfDir(p.Type), reason)
 		}
 	}
 	w.Flush()
 	if m := res.Marker; m != nil {
 		fmt.Printf("marker: turn %d%s\n  %s\n", m.Turn, idAnchor(m.ID, m.Anchor), m.Note)
+	}
+	if !res.Complete {
+		return errPartial
 	}
 	return nil
 }
@@ -89,6 +101,9 @@ func rollbackSummary(res ctl.RollbackResult) string {
 	c := res.Counts
 	verb := "Rolled back"
 	switch {
+	case !res.Complete:
+		return fmt.Sprintf("PARTIAL rollback to before turn %d: stopped at a failure: %s\n  done so far: %d restored, %d recovered, %d deleted; %d paths not done or skipped",
+			res.Target, shown(res.Failure), c.Restored, c.Recovered, c.Deleted, c.Skipped)
 	case res.DryRun:
 		verb = "Would roll back"
 	case res.Unrevert:

@@ -50,11 +50,11 @@ func runShow(opts showOptions, ref string) error {
 		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, d.ChangedPaths, humanBytes(d.JournalBytes))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, ch := range d.Changes {
-		path := ch.Path
+		path := shownPath(ch.Path)
 		if ch.From != "" {
-			path = ch.From + " -> " + ch.Path
+			path = shownPath(ch.From) + " -> " + path
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d\n", ch.Kind, path, humanBytes(ch.Bytes), dash(ch.Command), ch.Pid, ch.Uid)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d\n", ch.Kind, path, humanBytes(ch.Bytes), dash(shown(ch.Command)), ch.Pid, ch.Uid)
 	}
 	return w.Flush()
 }

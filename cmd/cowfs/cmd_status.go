@@ -68,10 +68,10 @@ func runStatus(opts statusOptions) error {
 func idAnchor(id, anchor string) string {
 	s := ""
 	if id != "" {
-		s += " id " + id
+		s += " id " + shown(id)
 	}
 	if anchor != "" {
-		s += " anchor " + anchor
+		s += " anchor " + shown(anchor)
 	}
 	if s != "" {
 		s = " (" + s[1:] + ")"

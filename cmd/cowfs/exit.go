@@ -21,6 +21,7 @@ const (
 	exitOutOfWindow = 6
 	exitConflict    = 7
 	exitCannotMount = 8
+	exitPartial     = 9
 )
 
 const exitCodeHelp = `Exit codes:
@@ -35,7 +36,10 @@ const exitCodeHelp = `Exit codes:
   8  cannot mount: no /dev/fuse, not permitted, workspace missing or
      already mounted, journal locked; or refused: a system directory,
      the journal or state inside the workspace, a .cowfs cowfs did not
-     make`
+     make
+  9  partial rollback: a step failed (no space, an I/O error); no marker
+     was left and no turn reverted; run the same rollback again once the
+     cause is gone, or 'cowfs unrevert' to undo what it did`
 
 // usageError marks errors in how a command was called.
 type usageError struct{ error }

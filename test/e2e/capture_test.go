@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cowfs/cowfs/test/testenv"
+
 	"github.com/cowfs/cowfs/ctl"
 )
 
@@ -13,7 +15,7 @@ import (
 // listed with the right kind and caller, and cat --at returns the exact
 // bytes each file had when the turn began.
 func TestCaptureShellCommands(t *testing.T) {
-	needTool(t, "setfattr")
+	testenv.NeedTool(t, "setfattr")
 	w := newWorkspace(t)
 	old := map[string]string{
 		"dd.bin":           "0123456789abcdefghij",
@@ -75,7 +77,7 @@ setfattr -n user.note -v hi xattr.txt
 	d := w.turn("1")
 	changes := map[string]ctl.Change{}
 	for _, c := range d.Changes {
-		changes[c.Path] = c
+		changes[string(c.Path)] = c
 	}
 	wantKinds := map[string]string{
 		"dd.bin": "modified", "echo.txt": "modified", "append.txt": "modified",

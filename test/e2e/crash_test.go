@@ -49,7 +49,7 @@ func TestKillDuringTurn(t *testing.T) {
 	}
 	kinds := map[string]string{}
 	for _, c := range w.turn("1").Changes {
-		kinds[c.Path] = c.Kind
+		kinds[string(c.Path)] = c.Kind
 	}
 	for p, k := range map[string]string{"keep.txt": "modified", "gone.txt": "deleted", "big.bin": "modified", "newdir": "created"} {
 		if kinds[p] != k {

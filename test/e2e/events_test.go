@@ -147,7 +147,7 @@ func TestDiffAndSteps(t *testing.T) {
 	w.cowfsJSON(&d, "diff", "1")
 	files := map[string]ctl.DiffFile{}
 	for _, f := range d.Files {
-		files[f.Path] = f
+		files[string(f.Path)] = f
 	}
 	if f := files["a.txt"]; f.Status != "modified" || f.Added != 1 || f.Removed != 1 ||
 		!strings.Contains(f.Diff, "-two\n+TWO\n") || !strings.Contains(f.Diff, "--- a/a.txt") {

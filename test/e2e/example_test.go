@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // examples/harness/session.sh works against a real mount.
 func TestExampleHarness(t *testing.T) {
-	needTool(t, "curl")
-	needTool(t, "jq")
+	testenv.NeedTool(t, "curl")
+	testenv.NeedTool(t, "jq")
 	w := newWorkspace(t)
 	w.mount()
 	script, _ := filepath.Abs("../../examples/harness/session.sh")

@@ -15,34 +15,8 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/test/testenv"
 )
-
-// skip skips the test, or fails it where skips are not allowed (CI sets
-// COWFS_TEST_DISALLOW_SKIP).
-func skip(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("COWFS_TEST_DISALLOW_SKIP") != "" {
-		t.Fatalf("cannot run here: %s", why)
-	}
-	t.Skip(why)
-}
-
-func needFUSE(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		skip(t, "needs root to mount")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		skip(t, "needs /dev/fuse")
-	}
-}
-
-func needTool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		skip(t, name+" is not installed")
-	}
-}
 
 // workspace is a temporary workspace with its own state directory.
 type workspace struct {
@@ -51,11 +25,13 @@ type workspace struct {
 	mnt   string // where the view is mounted
 	state string // COWFS_STATE_DIR for every command
 	pids  []int  // daemons this test started
+	// daemonEnv is added to the environment of the daemons mount starts.
+	daemonEnv []string
 }
 
 func newWorkspace(t testing.TB) *workspace {
 	t.Helper()
-	needFUSE(t)
+	testenv.NeedFUSE(t)
 	root := t.TempDir()
 	w := &workspace{t: t, dir: filepath.Join(root, "ws"), state: filepath.Join(root, "state")}
 	w.mnt = w.dir
@@ -122,7 +98,7 @@ func (w *workspace) mount(flags ...string) {
 		args = append(args, "--mountpoint", w.mnt)
 	}
 	cmd := exec.Command(cowfsBin, append(args, w.dir)...)
-	cmd.Env = w.env()
+	cmd.Env = append(w.env(), w.daemonEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("cowfs mount: %v: %s", err, out)
@@ -193,12 +169,9 @@ func (w *workspace) cleanup() {
 		w.run("umount")
 	}
 	for _, pid := range w.pids {
-		if syscall.Kill(pid, 0) == nil {
-			time.Sleep(100 * time.Millisecond)
-			if syscall.Kill(pid, 0) == nil {
-				w.t.Errorf("daemon %d still running after umount; killing it", pid)
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
+		if !waitExit(pid, 10*time.Second) {
+			w.t.Errorf("daemon %d still running 10s after umount; killing it", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 	for _, p := range []string{w.mnt, w.dir} {
@@ -224,4 +197,36 @@ func mounted(path string) bool {
 		}
 	}
 	return false
+}
+
+// waitExit waits up to d for process pid (a daemon this test started,
+// not its child) to exit, and reports whether it did.
+func waitExit(pid int, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+	}
+	return syscall.Kill(pid, 0) != nil
+}
+
+// pauseRollbacks makes the daemons mount starts pause every rollback
+// after its step n, until resume is called; paused waits for the pause.
+func (w *workspace) pauseRollbacks(n int) (paused func(), resume func()) {
+	dir := w.t.TempDir()
+	w.daemonEnv = append(w.daemonEnv, fmt.Sprintf("COWFS_TEST_ROLLBACK_PAUSE=%d:%s", n, dir))
+	paused = func() {
+		w.t.Helper()
+		for end := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, "paused")); err == nil {
+				return
+			}
+			if time.Now().After(end) {
+				w.t.Fatalf("no rollback reached step %d", n)
+			}
+		}
+	}
+	resume = func() { os.WriteFile(filepath.Join(dir, "resume"), nil, 0o644) }
+	w.t.Cleanup(resume) // never leave a daemon paused
+	return paused, resume
 }

@@ -22,12 +22,18 @@ func TestSetIDBitsCleared(t *testing.T) {
 		"suid-write": 0o755 | os.ModeSetuid | os.ModeSetgid,
 		"suid-trunc": 0o755 | os.ModeSetuid | os.ModeSetgid,
 		"sgid-nox":   0o644 | os.ModeSetgid, // group may not execute: the bit marks locking, and stays
-		"root-write": 0o755 | os.ModeSetuid | os.ModeSetgid,
+		// ... unless the writer is not in the file's group.
+		"sgid-nox-other": 0o644 | os.ModeSetgid,
+		"root-write":     0o755 | os.ModeSetuid | os.ModeSetgid,
 	}
 	for name, mode := range files {
 		p := filepath.Join(w.dir, name)
 		os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644)
-		os.Chown(p, 65534, 65534)
+		gid := 65534
+		if name == "sgid-nox-other" {
+			gid = 4321
+		}
+		os.Chown(p, 65534, gid)
 		os.Chmod(p, mode)
 	}
 	w.mount()
@@ -41,15 +47,16 @@ func TestSetIDBitsCleared(t *testing.T) {
 			t.Fatalf("as nobody: %s: %v: %s", script, err, out)
 		}
 	}
-	asNobody("echo more >> suid-write; echo more >> sgid-nox; truncate -s 1 suid-trunc")
+	asNobody("echo more >> suid-write; echo more >> sgid-nox; echo more >> sgid-nox-other; truncate -s 1 suid-trunc")
 	w.sh("echo more >> root-write")
 	w.cowfs("turn", "end")
 
 	want := map[string]os.FileMode{
-		"suid-write": 0o755,
-		"suid-trunc": 0o755,
-		"sgid-nox":   0o644 | os.ModeSetgid,
-		"root-write": 0o755 | os.ModeSetuid | os.ModeSetgid,
+		"suid-write":     0o755,
+		"suid-trunc":     0o755,
+		"sgid-nox":       0o644 | os.ModeSetgid,
+		"sgid-nox-other": 0o644,
+		"root-write":     0o755 | os.ModeSetuid | os.ModeSetgid,
 	}
 	for name, mode := range want {
 		fi, err := os.Stat(w.path(name))

@@ -23,8 +23,14 @@ import (
 
 var (
 	long      = flag.Bool("long", false, "run the randomized model test with many thousands of operations")
-	modelSeed = flag.Uint64("seed", 0, "seed of the randomized model test (0: from the clock)")
+	modelSeed = flag.Uint64("seed", 0, "seed of the randomized model test (0: the fixed seeds, or the clock with -random)")
+	random    = flag.Bool("random", false, "seed the randomized model test from the clock")
 )
+
+// modelSeeds are the seeds the model test runs with by default (and in
+// CI): fixed, so a failure reproduces. -seed N runs one seed, -random
+// one from the clock; -long with either makes a soak.
+var modelSeeds = []uint64{1, 0xc0ffee}
 
 // The randomized model test: random shell-level operations over many
 // turns, a snapshot of the workspace when each turn begins, and
@@ -33,10 +39,19 @@ var (
 // inode numbers and hard-link counts. Any difference fails and prints
 // the seed and the operations that led there.
 func TestModel(t *testing.T) {
-	seed := *modelSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
+	seeds := modelSeeds
+	switch {
+	case *modelSeed != 0:
+		seeds = []uint64{*modelSeed}
+	case *random:
+		seeds = []uint64{uint64(time.Now().UnixNano())}
 	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testModel(t, seed) })
+	}
+}
+
+func testModel(t *testing.T, seed uint64) {
 	turns, perTurn := 24, 14
 	if *long {
 		turns, perTurn = 300, 25

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // When the journal cannot record a change, the change fails with an
@@ -19,7 +21,7 @@ func TestJournalFullRefusesChanges(t *testing.T) {
 	jfs := filepath.Join(t.TempDir(), "journalfs")
 	os.Mkdir(jfs, 0o700)
 	if err := syscall.Mount("tmpfs", jfs, "tmpfs", 0, "size=128m"); err != nil {
-		skip(t, "cannot mount a tmpfs for the journal: "+err.Error())
+		testenv.Skip(t, "cannot mount a tmpfs for the journal: "+err.Error())
 	}
 	// Registered after newWorkspace's cleanup, so it runs before it:
 	// unmount the workspace first, then its journal's filesystem.

@@ -19,7 +19,7 @@ func (w *workspace) rollback(args ...string) ctl.RollbackResult {
 func actions(res ctl.RollbackResult) map[string]string {
 	m := map[string]string{}
 	for _, p := range res.Paths {
-		m[p.Path] = p.Action
+		m[string(p.Path)] = p.Action
 	}
 	return m
 }

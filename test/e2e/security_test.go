@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"os"
@@ -222,7 +221,7 @@ func TestJournalDeletedWhileMounted(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("umount did not return within 30 s")
 	}
-	if waitExit(pid, 10*time.Second) != nil {
+	if !waitExit(pid, 10*time.Second) {
 		t.Errorf("daemon %d still runs after umount", pid)
 	}
 }
@@ -238,20 +237,6 @@ func appendTo(p, s string) error {
 		err = cerr
 	}
 	return err
-}
-
-// waitExit waits up to d for process pid to exit.
-func waitExit(pid int, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for syscall.Kill(pid, 0) == nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
 }
 
 // nobody is the unprivileged user tests run commands as.
