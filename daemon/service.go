@@ -133,9 +133,12 @@ func (s *service) findTurn(ref string) (journal.Turn, error) {
 		return t, err
 	}
 	n, perr := strconv.ParseUint(ref, 10, 64)
+	if gone, ok := s.d.j.GoneTurn(ref); ok && perr != nil {
+		n, perr = gone, nil
+	}
 	ts, _ := s.d.j.Turns()
 	if perr == nil && len(ts) > 0 && n >= 1 && n < ts[0].Num {
-		return t, ctl.Errorf(ctl.CodeOutOfWindow, "turn %d has left the window; turns %d to %d can be reached", n, ts[0].Num, ts[len(ts)-1].Num)
+		return t, ctl.Errorf(ctl.CodeOutOfWindow, "turn %s has left the window; turns %d to %d can be reached", turnName(ref, n), ts[0].Num, ts[len(ts)-1].Num)
 	}
 	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)
 }
@@ -309,4 +312,12 @@ func apiError(err error) error {
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	}
 	return fmt.Errorf("%w", err)
+}
+
+// turnName names turn n, given by ref, in a message.
+func turnName(ref string, n uint64) string {
+	if ref == strconv.FormatUint(n, 10) {
+		return ref
+	}
+	return fmt.Sprintf("%d (%q)", n, ref)
 }

@@ -21,7 +21,8 @@
 //	RENAME                      the rename; a replaced target, kept aside
 //	COPY_FILE_RANGE, IOCTL      refused, so the kernel falls back to writes
 //
-// An epoch is a turn, or the time between two turns. Within one, an
+// An epoch is a turn (each of its steps a new one), or the time between
+// two turns. Within one, an
 // inode's attributes are journaled once (its "first touch") and each
 // byte's pre-image at most once; inodes created in the epoch journal
 // nothing more, since undo deletes them. A directory's attributes are

@@ -88,5 +88,10 @@ func (j *Journal) BeginStep(id string) (Turn, error) {
 		return Turn{}, ErrNoTurn
 	}
 	j.step = id
+	// A step is its own epoch: the first change to each inode in it
+	// journals a pre-image again, so a step's records (its diff, its
+	// events) are exactly what it changed — at the cost of what each
+	// step destroys, not of the whole file each time.
+	j.epoch++
 	return *j.open, j.appendEvent(j.open.Num, id, EventStep, nil)
 }

@@ -14,6 +14,7 @@ const (
 	prefixPlan     = 'p'
 	prefixCounters = 'N'
 	prefixBinding  = 'W'
+	prefixGone     = 'g' // ids of turns that left the window (gone.go)
 )
 
 var metaKey = []byte{prefixMeta}

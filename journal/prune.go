@@ -36,10 +36,14 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 	}
 	var drop [][]byte
 	if len(turns) > keep {
-		for _, t := range turns[:len(turns)-keep] {
+		gone := turns[:len(turns)-keep]
+		for _, t := range gone {
 			drop = append(drop, turnKey(t.Num))
 		}
 		turns = turns[len(turns)-keep:]
+		if err := j.rememberGone(gone, turns[0].Num); err != nil {
+			return err
+		}
 	}
 	cutoff := turns[0].StartSeq
 	if err := j.deleteKeys(drop); err != nil {

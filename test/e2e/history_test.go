@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cowfs/cowfs/ctl"
@@ -138,4 +140,146 @@ func TestRollbackLaterAfterEarlier(t *testing.T) {
 	w.rollback("1")
 	w.wantFile("rolled back to before A", "f", "0\n")
 	w.wantFile("rolled back to before A", "t1", "")
+}
+
+// showStep returns the changes of one step of turn n.
+func (w *workspace) showStep(n, step string) map[string]string {
+	w.t.Helper()
+	var d ctl.TurnDetail
+	w.cowfsJSON(&d, "show", n, "--step", step)
+	m := map[string]string{}
+	for _, c := range d.Changes {
+		m[string(c.Path)] = c.Kind
+	}
+	return m
+}
+
+// diffStep returns one step's diff, path by path.
+func (w *workspace) diffStep(n, step string) map[string]ctl.DiffFile {
+	w.t.Helper()
+	var d ctl.Diff
+	w.cowfsJSON(&d, "diff", n, "--step", step)
+	m := map[string]ctl.DiffFile{}
+	for _, f := range d.Files {
+		m[string(f.Path)] = f
+	}
+	return m
+}
+
+// Reproduction 3 of #10: each step's changes, events and diff are what
+// that step changed, even when an earlier step of the turn changed the
+// same file.
+func TestStepCapture(t *testing.T) {
+	w := newWorkspace(t)
+	w.seed(map[string]string{"f": "a0\n"})
+	w.mount()
+	w.cowfs("turn", "begin")
+	w.cowfs("turn", "step", "s1")
+	w.sh("echo a1 >> f; printf 'x\\ny\\n' > new.txt")
+	w.cowfs("turn", "step", "s2")
+	w.sh("echo a2 >> f; sed -i s/x/X/ new.txt")
+	w.cowfs("turn", "end")
+
+	if got := w.showStep("1", "s1"); got["f"] != "modified" || got["new.txt"] != "created" || len(got) != 2 {
+		t.Errorf("show --step s1: %v", got)
+	}
+	if got := w.showStep("1", "s2"); got["f"] != "modified" || got["new.txt"] != "modified" || len(got) != 2 {
+		t.Errorf("show --step s2: %v", got)
+	}
+	d1 := w.diffStep("1", "s1")
+	if f := d1["f"]; f.Added != 1 || f.Removed != 0 || !strings.Contains(f.Diff, "+a1") || strings.Contains(f.Diff, "a2") {
+		t.Errorf("diff --step s1 of f: %+v", f)
+	}
+	if f := d1["new.txt"]; f.Status != "created" || !strings.Contains(f.Diff, "+x") {
+		t.Errorf("diff --step s1 of new.txt: %+v", f)
+	}
+	d2 := w.diffStep("1", "s2")
+	if f := d2["f"]; f.Added != 1 || !strings.Contains(f.Diff, "+a2") || strings.Contains(f.Diff, "+a1") {
+		t.Errorf("diff --step s2 of f: %+v", f)
+	}
+	if f := d2["new.txt"]; f.Status != "modified" || !strings.Contains(f.Diff, "-x") || !strings.Contains(f.Diff, "+X") {
+		t.Errorf("diff --step s2 of new.txt: %+v", f)
+	}
+	// Events carry the step that made them.
+	steps := map[string]map[string]bool{}
+	dec := json.NewDecoder(strings.NewReader(w.cowfs("events", "--json")))
+	for dec.More() {
+		var e ctl.Event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("events --json: %v", err)
+		}
+		if e.Type == ctl.EventChange {
+			if steps[e.Step] == nil {
+				steps[e.Step] = map[string]bool{}
+			}
+			steps[e.Step][string(e.Path)] = true
+		}
+	}
+	if !steps["s1"]["f"] || !steps["s2"]["f"] || !steps["s2"]["new.txt"] {
+		t.Errorf("change events by step: %v", steps)
+	}
+	// And the turn still rolls back exactly.
+	w.rollback("1")
+	w.wantFile("after rollback", "f", "a0\n")
+	w.wantFile("after rollback", "new.txt", "")
+}
+
+// Reproduction 5 of #10: reports tell the truth.
+func TestRollbackReportsTruth(t *testing.T) {
+	w := newWorkspace(t)
+	w.seed(map[string]string{"dir/a": "a\n", "dir/sub/b": "b\n", "keep/k": "k\n"})
+	w.mount("--window", "3")
+	w.cowfs("turn", "begin", "--id", "first")
+	// Made and gone inside the turn; a directory moved; a file created
+	// in a kept directory.
+	w.sh("echo t > tmp.txt; rm tmp.txt; mkdir -p scratch/x; echo s > scratch/x/s; rm -rf scratch; mv dir moved; echo n > keep/new")
+	w.cowfs("turn", "end")
+
+	res := w.rollbackDry("1")
+	byPath := map[string]ctl.PathAction{}
+	for _, p := range res.Paths {
+		byPath[string(p.Path)] = p
+	}
+	for _, gone := range []string{"tmp.txt", "scratch", "scratch/x", "scratch/x/s"} {
+		if p, ok := byPath[gone]; ok {
+			t.Errorf("%s, made and removed inside the turn, is reported: %+v", gone, p)
+		}
+	}
+	if p := byPath["dir"]; p.Action != ctl.ActionRecover || p.From != "moved" {
+		t.Errorf("the moved directory comes back as %+v, want recover from moved", p)
+	}
+	if p := byPath["moved"]; p.Action != ctl.ActionDelete || p.To != "dir" {
+		t.Errorf("its new name goes as %+v, want delete to dir", p)
+	}
+	for _, inside := range []string{"moved/a", "moved/sub", "moved/sub/b", "dir/a", "dir/sub"} {
+		if p, ok := byPath[inside]; ok {
+			t.Errorf("%s, inside the moved directory, is reported on its own: %+v", inside, p)
+		}
+	}
+	if res.Counts.Skipped != 0 || res.Counts.Recovered != 1 || res.Counts.Deleted != 1 {
+		t.Errorf("counts %+v, want one recovered (the move), one deleted (keep/new), none skipped: %+v", res.Counts, res.Paths)
+	}
+
+	// A turn id that left the window is out_of_window, like its number.
+	for i := 0; i < 4; i++ {
+		w.cowfs("turn", "begin")
+		w.cowfs("turn", "end")
+	}
+	for _, ref := range []string{"1", "first"} {
+		if _, errOut, code := w.run("rollback", ref); code != 6 || !strings.Contains(errOut, "can be reached") {
+			t.Errorf("rollback %s, out of the window: exit %d: %s", ref, code, errOut)
+		}
+	}
+	// The open turn: busy.
+	w.cowfs("turn", "begin", "--id", "open")
+	for _, ref := range []string{"6", "open"} {
+		if _, errOut, code := w.run("rollback", ref); code != 4 {
+			t.Errorf("rollback to the open turn %s: exit %d: %s", ref, code, errOut)
+		}
+	}
+}
+
+func (w *workspace) rollbackDry(turn string) ctl.RollbackResult {
+	w.t.Helper()
+	return w.rollback(turn, "--dry-run")
 }
