@@ -36,7 +36,7 @@ func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(s
 	if e.absent {
 		return Version{}, nil
 	}
-	if e.loc == "" {
+	if e.vanished() {
 		return Version{}, fmt.Errorf("%s: %w", path, ErrNoPreimage)
 	}
 	st, err := t.Lstat(e.loc)

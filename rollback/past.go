@@ -18,7 +18,8 @@ type past struct {
 // entry says where the object at a past path is now.
 type entry struct {
 	absent bool   // nothing was at the path
-	loc    string // backing-relative path of the object today (live or aside)
+	gone   bool   // an object was there, new in its epoch, since removed without being kept
+	loc    string // backing-relative path of the object today (live or aside; "" is the root)
 	ino    uint64 // its identity, when known from a record (0: stat loc)
 }
 
@@ -28,7 +29,7 @@ func newPast(aside func(string) string) *past {
 
 // vanished reports whether the entry names an object that existed but
 // is gone for good: new in its epoch, then removed without being kept.
-func (e entry) vanished() bool { return !e.absent && e.loc == "" }
+func (e entry) vanished() bool { return e.gone }
 
 // lookup returns where the object at path (at the past's time) is now.
 // A path inside a directory that was elsewhere then follows the
@@ -36,7 +37,7 @@ func (e entry) vanished() bool { return !e.absent && e.loc == "" }
 func (p *past) lookup(path string) entry {
 	for q := path; ; {
 		if e, ok := p.entries[q]; ok {
-			if e.absent || q == path {
+			if e.absent || e.gone || q == path {
 				return e
 			}
 			return entry{loc: e.loc + path[len(q):]}
@@ -56,12 +57,12 @@ func (p *past) undo(r *journal.Record) {
 		p.clear(r.Path)
 		p.entries[r.Path] = entry{absent: true}
 	case journal.KindRemove:
-		e := entry{ino: r.Ino}
-		if r.Aside != "" {
-			e.loc = p.aside(r.Aside)
-		}
 		// Without an aside the object was created in the same epoch;
 		// its create record, further back, makes the path absent.
+		e := entry{ino: r.Ino, gone: r.Aside == ""}
+		if r.Aside != "" {
+			e.loc = p.fromAside(r.Aside, r.Path)
+		}
 		p.entries[r.Path] = e
 	case journal.KindRename:
 		from, to := r.Path, r.Path2
@@ -80,13 +81,28 @@ func (p *past) undo(r *journal.Record) {
 		p.entries[from] = moved
 		switch {
 		case r.Aside != "":
-			p.entries[to] = entry{loc: p.aside(r.Aside), ino: r.Ino2}
+			p.entries[to] = entry{loc: p.fromAside(r.Aside, to), ino: r.Ino2}
 		case r.Ino2 != 0:
-			p.entries[to] = entry{ino: r.Ino2} // replaced, and gone for good
+			p.entries[to] = entry{ino: r.Ino2, gone: true} // replaced, and gone for good
 		default:
 			p.entries[to] = entry{absent: true}
 		}
 	}
+}
+
+// fromAside moves the object kept aside under name back to path in the
+// past, and returns where it is today: in the aside area — unless a
+// later record (a rollback's, undone since) moved it out again, which
+// the past already knows.
+func (p *past) fromAside(name, path string) string {
+	ap := p.aside(name)
+	loc := ap
+	if e := p.lookup(ap); !e.absent && !e.gone {
+		loc = e.loc
+	}
+	p.put(path, p.take(ap))
+	p.entries[ap] = entry{absent: true} // nothing was kept there yet
+	return loc
 }
 
 // take removes and returns the explicit entries beneath dir (not dir

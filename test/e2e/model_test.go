@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,9 +72,8 @@ func testModel(t *testing.T, seed uint64) {
 	m.seedTree()
 	w.mount("--window", "10")
 
-	snaps := map[uint64]tree{}
-	idleSince := map[uint64]bool{} // turns after whose start something changed outside a turn
-	ops, rollbacks, unreverts := 0, 0, 0
+	h := &historyModel{window: 10, snaps: map[uint64]tree{}, idleSince: map[uint64]bool{}, markers: map[uint64]bool{}}
+	ops, rollbacks, unreverts, restarts := 0, 0, 0, 0
 	for i := 0; i < turns && !t.Failed(); i++ {
 		if m.rng.IntN(8) == 0 {
 			m.logf("-- outside a turn")
@@ -80,84 +81,282 @@ func testModel(t *testing.T, seed uint64) {
 				m.op()
 				ops++
 			}
-			for n := range snaps {
-				idleSince[n] = true
+			for _, n := range h.live {
+				h.idleSince[n] = true
 			}
 		}
 		snap := snapshot(t, w.mnt)
-		var tr ctl.Turn
-		w.cowfsJSON(&tr, "turn", "begin")
-		m.logf("-- turn %d", tr.Num)
-		// The previous turn dropped the reverted ones.
-		for n := range snaps {
-			if n >= tr.Num {
-				delete(snaps, n)
-			}
+		id := ""
+		if m.rng.IntN(2) == 0 {
+			id = fmt.Sprintf("call-%d", i)
 		}
-		snaps[tr.Num] = snap
+		var tr ctl.Turn
+		w.cowfsJSON(&tr, "turn", "begin", "--id", id)
+		m.logf("-- turn %d %s", tr.Num, id)
+		h.begin(tr.Num, id, snap)
 		for k := 0; k < perTurn; k++ {
+			if m.rng.IntN(6) == 0 {
+				w.cowfs("turn", "step", fmt.Sprintf("s%d", k))
+			}
 			m.op()
 			ops++
 		}
 		w.cowfs("turn", "end")
+		m.check(h, "after turn end")
 
-		if m.rng.IntN(3) != 0 {
-			continue
-		}
-		// Roll back to a random turn in the window.
-		var l ctl.TurnList
-		w.cowfsJSON(&l, "log")
-		var live []uint64
-		for _, t := range l.Turns {
-			if t.State != ctl.StateReverted && snaps[t.Num] != nil {
-				live = append(live, t.Num)
+		// Some history operations: rollbacks (by number or id, to any
+		// turn in the window, reverted or not), undo, redo, a restart.
+		for k := m.rng.IntN(4); k > 0 && !t.Failed(); k-- {
+			switch r := m.rng.IntN(10); {
+			case r < 4: // rollback to a random turn
+				target := pick(m.rng, h.live)
+				ref := strconv.FormatUint(target, 10)
+				if id := h.ids[target]; id != "" && m.rng.IntN(2) == 0 {
+					ref = id
+				}
+				m.rollbackTo(h, target, ref)
+				rollbacks++
+			case r < 6: // undo: the latest turn not reverted
+				target, ok := h.latestLive()
+				if !ok {
+					continue
+				}
+				m.logf("-- undo (to before %d)", target)
+				args := []string{"undo"}
+				if h.idleSince[target] {
+					args = append(args, "--force")
+				}
+				var res ctl.RollbackResult
+				w.cowfsJSON(&res, args...)
+				m.applied(h, target, res)
+				rollbacks++
+			case r < 9: // redo
+				if len(h.stack) == 0 {
+					if _, _, code := w.run("redo"); code != 7 {
+						t.Errorf("redo with nothing to unrevert: exit %d, want 7", code)
+					}
+					continue
+				}
+				m.logf("-- redo")
+				w.cowfs("redo")
+				top := h.stack[len(h.stack)-1]
+				h.stack = h.stack[:len(h.stack)-1]
+				sameTree(t, w.mnt, top.pre, "after redo of the rollback to before "+strconv.FormatUint(top.target, 10))
+				m.wantUnrevert++
+				unreverts++
+			default: // restart
+				m.logf("-- restart")
+				w.cowfs("umount")
+				w.pids = nil
+				w.mount("--window", "10")
+				restarts++
 			}
+			m.check(h, "after "+m.log[len(m.log)-1])
 		}
-		if len(live) == 0 {
-			continue
-		}
-		target := live[m.rng.IntN(len(live))]
-		pre := snapshot(t, w.mnt)
-		args := []string{strconv.FormatUint(target, 10)}
-		if idleSince[target] {
-			args = append(args, "--force")
-		}
-		m.logf("-- rollback %v", args)
-		res := w.rollback(args...)
-		rollbacks++
-		if res.Counts.Skipped != 0 {
-			t.Fatalf("rollback to %d skipped paths: %+v", target, res.Paths)
-		}
-		sameTree(t, w.mnt, snaps[target], fmt.Sprintf("after rolling back to before turn %d", target))
-		if m.rng.IntN(2) == 0 {
-			m.logf("-- unrevert")
-			w.cowfs("unrevert")
-			unreverts++
-			sameTree(t, w.mnt, pre, fmt.Sprintf("after unreverting the rollback to %d", target))
-			if m.rng.IntN(2) == 0 {
-				continue
-			}
-			m.logf("-- rollback %v again", args)
-			w.rollback(args...)
-			sameTree(t, w.mnt, snaps[target], fmt.Sprintf("after rolling back to before turn %d again", target))
-		}
-		for n := range snaps {
-			if n > target {
-				delete(snaps, n)
-			}
-		}
-		delete(idleSince, target)
 	}
-	t.Logf("seed %d: %d operations in %d turns, %d rollbacks, %d unreverts, all exact", seed, ops, turns, rollbacks, unreverts)
+	t.Logf("seed %d: %d operations in %d turns, %d rollbacks, %d unreverts, %d restarts, all exact", seed, ops, turns, rollbacks, unreverts, restarts)
+}
+
+// historyModel is what the journal's history should be: the turns in
+// the journal, the stack of rollbacks since the last turn began, the
+// markers, and the workspace each turn began with.
+type historyModel struct {
+	window    int
+	live      []uint64          // turn numbers in the journal, oldest first
+	ids       map[uint64]string // harness ids
+	snaps     map[uint64]tree   // the workspace when each began
+	idleSince map[uint64]bool   // changed outside a turn since it began
+	stack     []stacked         // rollbacks since the last turn began
+	markers   map[uint64]bool   // markers of rollbacks settled by a later turn
+}
+
+type stacked struct {
+	target uint64
+	pre    tree // the workspace before it: what unrevert brings back
+}
+
+// begin is a turn beginning: the stack settles (the turns from its
+// top's target on are forgotten, markers standing stay), then the new
+// turn joins and the oldest leave the window.
+func (h *historyModel) begin(num uint64, id string, snap tree) {
+	if h.ids == nil {
+		h.ids = map[uint64]string{}
+	}
+	if len(h.stack) > 0 {
+		for n := range h.standing() {
+			h.markers[n] = true
+		}
+		top := h.stack[len(h.stack)-1].target
+		var keep []uint64
+		for _, n := range h.live {
+			if n < top {
+				keep = append(keep, n)
+			}
+		}
+		h.live = keep
+		h.stack = nil
+	}
+	h.live = append(h.live, num)
+	h.ids[num], h.snaps[num] = id, snap
+	if len(h.live) > h.window {
+		h.live = h.live[len(h.live)-h.window:]
+	}
+	for n := range h.markers {
+		if n < h.live[0] {
+			delete(h.markers, n)
+		}
+	}
+}
+
+// standing returns the turns whose markers the stack leaves standing:
+// its targets at or after its top's.
+func (h *historyModel) standing() map[uint64]bool {
+	out := map[uint64]bool{}
+	if len(h.stack) == 0 {
+		return out
+	}
+	top := h.stack[len(h.stack)-1].target
+	for _, r := range h.stack {
+		if r.target >= top {
+			out[r.target] = true
+		}
+	}
+	return out
+}
+
+func (h *historyModel) latestLive() (uint64, bool) {
+	for i := len(h.live) - 1; i >= 0; i-- {
+		if h.state(h.live[i]) != ctl.StateReverted {
+			return h.live[i], true
+		}
+	}
+	return 0, false
+}
+
+func (h *historyModel) state(n uint64) string {
+	if len(h.stack) > 0 && n >= h.stack[len(h.stack)-1].target {
+		return ctl.StateReverted
+	}
+	return ctl.StateClosed
+}
+
+// rollbackTo rolls back to before target, named by ref.
+func (m *model) rollbackTo(h *historyModel, target uint64, ref string) {
+	args := []string{"rollback", ref}
+	if h.idleSince[target] {
+		args = append(args, "--force")
+	}
+	m.logf("-- rollback %v", args[1:])
+	var res ctl.RollbackResult
+	m.w.cowfsJSON(&res, args...)
+	m.applied(h, target, res)
+}
+
+// applied checks a rollback's result and files, and pushes it.
+func (m *model) applied(h *historyModel, target uint64, res ctl.RollbackResult) {
+	t := m.t
+	if res.Target != target || !res.Complete || res.Marker == nil || res.Marker.Turn != target {
+		t.Fatalf("rollback to before %d: %+v", target, res)
+	}
+	if res.Counts.Skipped != 0 {
+		t.Fatalf("rollback to before %d skipped paths: %+v", target, res.Paths)
+	}
+	pre := m.last // the workspace before the rollback
+	m.wantRollbacks++
+	sameTree(t, m.w.mnt, h.snaps[target], fmt.Sprintf("after rolling back to before turn %d", target))
+	h.stack = append(h.stack, stacked{target: target, pre: pre})
+}
+
+// check compares turn states and markers with the model, and takes the
+// snapshot the next rollback's unrevert must bring back.
+func (m *model) check(h *historyModel, what string) {
+	t := m.t
+	var tl ctl.TurnList
+	m.w.cowfsJSON(&tl, "log")
+	got := map[uint64]string{}
+	for _, tr := range tl.Turns {
+		got[tr.Num] = tr.State
+	}
+	want := map[uint64]string{}
+	for _, n := range h.live {
+		want[n] = h.state(n)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: turns %v, want %v", what, got, want)
+	}
+	var ml ctl.MarkerList
+	m.w.cowfsJSON(&ml, "markers")
+	gotM := map[uint64]bool{}
+	for _, mk := range ml.Markers {
+		gotM[mk.Turn] = true
+	}
+	wantM := h.standing()
+	for n := range h.markers {
+		wantM[n] = true
+	}
+	if !reflect.DeepEqual(gotM, wantM) {
+		t.Fatalf("%s: markers %v, want %v", what, gotM, wantM)
+	}
+	m.checkEvents(h, what)
+	m.checkDiffs(h, what)
+	m.last = snapshot(t, m.w.mnt)
+}
+
+// checkEvents reads the events since the last check: in order, each
+// change in a turn the model knows (or outside turns), one rollback or
+// unrevert event for each done.
+func (m *model) checkEvents(h *historyModel, what string) {
+	t := m.t
+	dec := json.NewDecoder(strings.NewReader(m.w.cowfs("events", "--json", "--since", strconv.FormatUint(m.lastEvent, 10))))
+	for dec.More() {
+		var e ctl.Event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("%s: events: %v", what, err)
+		}
+		if e.Seq <= m.lastEvent {
+			t.Fatalf("%s: event %d after %d", what, e.Seq, m.lastEvent)
+		}
+		m.lastEvent = e.Seq
+		switch e.Type {
+		case ctl.EventRollback:
+			m.wantRollbacks--
+		case ctl.EventUnrevert:
+			m.wantUnrevert--
+		case ctl.EventChange:
+			if e.Turn != 0 && h.snaps[e.Turn] == nil {
+				t.Fatalf("%s: a change event in unknown turn %d: %+v", what, e.Turn, e)
+			}
+		}
+	}
+	if m.wantRollbacks != 0 || m.wantUnrevert != 0 {
+		t.Fatalf("%s: %d rollback and %d unrevert events missing (negative: too many)", what, m.wantRollbacks, m.wantUnrevert)
+	}
+}
+
+// checkDiffs diffs the newest turn, and one of its steps, which must
+// not fail (a diff needs every pre-image the journal promised).
+func (m *model) checkDiffs(h *historyModel, what string) {
+	n := strconv.FormatUint(h.live[len(h.live)-1], 10)
+	if _, errOut, code := m.w.run("diff", n, "--stat"); code != 0 {
+		m.t.Fatalf("%s: diff %s: exit %d: %s", what, n, code, errOut)
+	}
+	if _, errOut, code := m.w.run("diff", n, "--step", "s3"); code != 0 && code != 5 {
+		m.t.Fatalf("%s: diff %s --step s3: exit %d: %s", what, n, code, errOut)
+	}
 }
 
 // model makes random changes to the mounted workspace.
 type model struct {
-	t   *testing.T
-	w   *workspace
-	rng *rand.Rand
-	log []string
-	n   int
+	last tree // the workspace at the last check
+	// Events: the last seen, and the rollback and unrevert events still
+	// expected.
+	lastEvent                   uint64
+	wantRollbacks, wantUnrevert int
+	t                           *testing.T
+	w                           *workspace
+	rng                         *rand.Rand
+	log                         []string
+	n                           int
 }
 
 func (m *model) logf(format string, args ...any) {
