@@ -74,6 +74,12 @@ type Change struct {
 	Time    time.Time `json:"time"`
 	// Step is the step (tool call) the first change was made in.
 	Step string `json:"step,omitempty"`
+	// Outside: (some of) the change was made outside the mount (by the
+	// host side of a sandbox, another mount namespace, or while cowfs
+	// was not running) and found at a turn boundary, a rollback or
+	// start-up. What it destroyed is unknown: a rollback leaves the path
+	// alone and reports it, unless forced.
+	Outside bool `json:"outside,omitempty"`
 }
 
 // TurnDetail is the body of GET /v1/turns/{ref}.
@@ -303,6 +309,8 @@ type Event struct {
 	Pid     uint32 `json:"pid,omitempty"`
 	Uid     uint32 `json:"uid,omitempty"`
 	Command string `json:"command,omitempty"`
+	// Outside: found changed outside the mount (no pid, uid, command).
+	Outside bool `json:"outside,omitempty"`
 
 	// turn_begin.
 	ID     string `json:"id,omitempty"`
@@ -313,6 +321,8 @@ type Event struct {
 	Target   uint64          `json:"target,omitempty"`
 	Counts   *RollbackCounts `json:"counts,omitempty"`
 	Marker   *Marker         `json:"marker,omitempty"`
+	// A partial rollback: what failed (see RollbackResult).
+	Failure string `json:"failure,omitempty"`
 
 	// journal_error.
 	Message string `json:"message,omitempty"`

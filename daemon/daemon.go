@@ -18,6 +18,7 @@ import (
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/rescan"
 )
 
 // Options configure a daemon.
@@ -47,6 +48,7 @@ type Daemon struct {
 	tree    *backing.Tree
 	j       *journal.Journal
 	area    *aside.Area
+	scanner *rescan.Scanner
 	mount   *fs.Mount
 	srv     *ctl.Server
 
@@ -148,10 +150,19 @@ func Start(opts Options) (_ *Daemon, err error) {
 		}
 		return nil, err
 	}
+	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
+		return nil, err
+	}
 	// Finish a rollback and a prune a crash interrupted, before
-	// anything new happens.
+	// anything new happens; then find what changed while cowfs was not
+	// running.
 	if err := d.resume(); err != nil {
 		return nil, err
+	}
+	if found, err := d.rescan(false); err != nil {
+		return nil, err
+	} else if len(found) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d paths were changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", len(found)))
 	}
 	if err := d.j.Prune(d.area.Drop); err != nil {
 		return nil, err

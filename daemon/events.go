@@ -74,7 +74,7 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		json.Unmarshal(r.Detail, &d)
 		e.ID, e.Anchor = d.ID, d.Anchor
 		if r.Path == journal.EventRollback || r.Path == journal.EventUnrevert {
-			e.Rollback, e.Target, e.Marker = d.Rollback, d.Target, d.Marker
+			e.Rollback, e.Target, e.Marker, e.Failure = d.Rollback, d.Target, d.Marker, d.Failure
 			counts := d.Counts
 			e.Counts = &counts
 		}
@@ -100,8 +100,21 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		}
 	case journal.KindXattr:
 		e.Kind = journal.Metadata
+	case journal.KindOutside:
+		e.Kind, e.Outside = outsideKind(r.Cause), true
 	default:
 		return e, false
 	}
 	return e, true
+}
+
+// outsideKind is the change kind of a change found outside the mount.
+func outsideKind(c journal.Cause) string {
+	switch c {
+	case journal.CauseOutsideCreated:
+		return journal.Created
+	case journal.CauseOutsideDeleted:
+		return journal.Deleted
+	}
+	return journal.Modified
 }

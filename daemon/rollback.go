@@ -15,6 +15,11 @@ func (d *Daemon) env() *rollback.Env {
 	if d.mount != nil {
 		e.Observer = d.mount
 	}
+	e.Rescan = func(g journal.Gate) error {
+		_, err := d.scanUnder(g, false)
+		return err
+	}
+	e.Unjournaled = d.scanner.Accept
 	return e
 }
 

@@ -63,6 +63,12 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	d.rbMu.Lock()
 	defer d.rbMu.Unlock()
 	if _, open := d.j.OpenTurn(); !open {
+		// What changed outside the mount since the last boundary
+		// happened before this turn: journaled outside any turn. First,
+		// while the records that explain the rest are all there.
+		if _, err := d.rescan(false); err != nil {
+			return ctl.Turn{}, apiError(err)
+		}
 		// The next turn drops rolled-back turns for good.
 		if err := d.settle(); err != nil {
 			return ctl.Turn{}, apiError(err)
@@ -81,6 +87,10 @@ func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	// Dirty mmap pages written during the turn belong to it.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback at the end of the turn", "err", err)
+	}
+	// What changed outside the mount during the turn belongs to it.
+	if _, err := d.rescan(true); err != nil {
+		return ctl.Turn{}, apiError(err)
 	}
 	t, err := d.j.EndTurn(time.Now())
 	if err != nil {
@@ -167,7 +177,8 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	for _, c := range changes {
 		d.Changes = append(d.Changes, ctl.Change{
 			Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
-			Pid: c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
+			Outside: c.Outside,
+			Pid:     c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
 		})
 	}
 	return d, nil

@@ -23,7 +23,7 @@ import (
 // to be created, as an entry of type typ (or, for a hard link, as a new
 // name of the inode at linkTo). It returns the record, to be withdrawn
 // if the creation fails.
-func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo string) (*journal.Record, syscall.Errno) {
+func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo string, linkIno uint64) (*journal.Record, syscall.Errno) {
 	if n.hidden(name) {
 		return nil, syscall.EPERM
 	}
@@ -36,7 +36,9 @@ func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo stri
 	}
 	rec := &journal.Record{Kind: journal.KindCreate, Path: rel, Type: typ}
 	if linkTo != "" {
-		rec.Kind, rec.Path2 = journal.KindLink, linkTo
+		// The inode linked: its link count and ctime change too, under
+		// all its names (package rescan must know).
+		rec.Kind, rec.Path2, rec.Ino = journal.KindLink, linkTo, linkIno
 	}
 	if err := c.record(rec, nil); err != nil {
 		return nil, errno(err)
@@ -81,7 +83,7 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	rec, e := n.newEntry(c, dir, name, typ, "")
+	rec, e := n.newEntry(c, dir, name, typ, "", 0)
 	if e != 0 {
 		return nil, e
 	}
@@ -189,7 +191,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	rec, e := n.newEntry(c, dir, name, tn.typ(), linkTo)
+	rec, e := n.newEntry(c, dir, name, tn.typ(), linkTo, tn.StableAttr().Ino)
 	if e != 0 {
 		return nil, e
 	}

@@ -157,6 +157,21 @@ func (m *Mount) put(n *Node, p string) {
 	m.root.fs.orphans.place(n, p)
 }
 
+// Replaced records that the object at p was replaced, created or
+// deleted behind the mount's back (package rescan): go-fuse forgets its
+// node there, and the kernel its entry and what it cached of the old
+// object. Requests on a node the kernel still holds fail with ESTALE
+// (handle.go), never reach the new object by mistake.
+func (m *Mount) Replaced(p string) {
+	dir, name := m.parent(p)
+	if aside.Private(p) {
+		return
+	}
+	m.queueContent(m.node(p))
+	m.detach(p)
+	m.queueEntry(dir, name)
+}
+
 // Changed records that p (identity ino, linked if it has other names)
 // changed in place.
 func (m *Mount) Changed(p string, ino uint64, linked bool) {

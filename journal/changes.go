@@ -26,6 +26,9 @@ type Change struct {
 	Step   string
 	Seq    uint64 // the first record
 	Time   time.Time
+	// Outside: (some of) the change was made outside the mount and
+	// found by a rescan; what it destroyed is unknown.
+	Outside bool
 }
 
 // Changes folds records, in sequence order, into one change per path:
@@ -104,6 +107,20 @@ func foldRecord(m map[string]*Change, r *Record) {
 		}
 	case KindRename:
 		foldRename(m, r, add)
+	case KindOutside:
+		kind := map[Cause]string{CauseOutsideDeleted: Deleted, CauseOutsideCreated: Created}[r.Cause]
+		if kind == "" {
+			kind = Modified
+		}
+		switch {
+		case e == nil:
+			e = add(r.Path, kind)
+		case e.Kind == Created && kind == Deleted:
+			e.Kind = Deleted // made through the mount, deleted behind its back
+		case e.Kind != Created:
+			e.Kind = kind
+		}
+		e.Outside = true
 	}
 }
 

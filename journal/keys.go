@@ -4,17 +4,19 @@ import "encoding/binary"
 
 // Key prefixes; see the package documentation.
 const (
-	prefixMeta     = 'M'
-	prefixTurn     = 't'
-	prefixRecord   = 'r'
-	prefixChunk    = 'c'
-	prefixRef      = 'x'
-	prefixMarker   = 'k'
-	prefixRollback = 'b'
-	prefixPlan     = 'p'
-	prefixCounters = 'N'
-	prefixBinding  = 'W'
-	prefixGone     = 'g' // ids of turns that left the window (gone.go)
+	prefixMeta        = 'M'
+	prefixTurn        = 't'
+	prefixRecord      = 'r'
+	prefixChunk       = 'c'
+	prefixRef         = 'x'
+	prefixMarker      = 'k'
+	prefixRollback    = 'b'
+	prefixPlan        = 'p'
+	prefixCounters    = 'N'
+	prefixBinding     = 'W'
+	prefixGone        = 'g' // ids of turns that left the window (gone.go)
+	prefixFingerprint = 'f' // path -> what a rescan last saw there (fingerprint.go)
+	prefixScanned     = 'S' // the sequence number the last rescan accounted for
 )
 
 var metaKey = []byte{prefixMeta}

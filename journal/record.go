@@ -52,17 +52,26 @@ const (
 	// rollback or an unrevert happened (see event.go). Path names the
 	// event; Detail holds its JSON. Undo: nothing.
 	KindEvent Kind = 8
+
+	// KindOutside: Path was found changed outside the mount (package
+	// rescan) — by the host side of a sandbox, another mount namespace,
+	// or while cowfs was not running. Cause says how; Type, Ino and
+	// Attr describe what is there now (before, for a deletion). What it
+	// destroyed is unknown: undo is impossible, and a rollback treats
+	// the path as a conflict.
+	KindOutside Kind = 9
 )
 
 var kindNames = map[Kind]string{
-	KindCreate: "create",
-	KindLink:   "link",
-	KindAttr:   "attr",
-	KindData:   "data",
-	KindXattr:  "xattr",
-	KindRemove: "remove",
-	KindRename: "rename",
-	KindEvent:  "event",
+	KindCreate:  "create",
+	KindLink:    "link",
+	KindAttr:    "attr",
+	KindData:    "data",
+	KindXattr:   "xattr",
+	KindRemove:  "remove",
+	KindRename:  "rename",
+	KindEvent:   "event",
+	KindOutside: "outside",
 }
 
 func (k Kind) String() string {
@@ -84,6 +93,12 @@ const (
 	CauseTimes    Cause = 5 // utimes, touch
 	CauseXattr    Cause = 6 // setxattr, removexattr
 	CauseDirent   Cause = 7 // an entry of this directory was added, removed or renamed
+
+	// KindOutside causes.
+	CauseOutsideModified Cause = 8  // content or attributes changed in place
+	CauseOutsideDeleted  Cause = 9  // gone
+	CauseOutsideCreated  Cause = 10 // appeared where nothing was
+	CauseOutsideReplaced Cause = 11 // another object, or another type, is there
 )
 
 // Content reports whether the cause changes file content.

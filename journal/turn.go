@@ -70,6 +70,16 @@ func (j *Journal) Exclusive() Gate {
 	return Gate{j: j, Epoch: j.epoch, exclusive: true}
 }
 
+// InTurn returns g labelled with the open turn and step, if a turn is
+// open: records appended through it belong to that turn. For a holder
+// of the exclusive gate.
+func (g Gate) InTurn() Gate {
+	if g.j.open != nil {
+		g.Turn, g.Step = g.j.open.Num, g.j.step
+	}
+	return g
+}
+
 // OpenTurn returns the open turn, if any, for a holder of the gate.
 func (g Gate) OpenTurn() (Turn, bool) {
 	if g.j.open == nil {

@@ -19,6 +19,15 @@ type Env struct {
 	// nobody to tell.
 	Observer Observer
 	Log      *slog.Logger
+	// Rescan, if set, looks for changes made outside the mount (package
+	// rescan) and journals them through g, the exclusive gate, before a
+	// rollback or unrevert plans: so its conflict checks are never
+	// stale.
+	Rescan func(g journal.Gate) error
+	// Unjournaled, if set, is told the paths an unrevert changed: it
+	// journals nothing, so a rescan must take their new state as
+	// explained. Called with the gate held exclusively.
+	Unjournaled func(paths []string) error
 	// AfterStep, if set, is called after each plan step with the number
 	// of steps done: a test hook to act at an exact point of a run.
 	AfterStep func(steps int)

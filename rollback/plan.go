@@ -60,11 +60,14 @@ type Plan struct {
 
 // Reasons a step is skipped.
 const (
-	reasonOutside  = "changed outside a turn after the target turn began"
-	reasonMismatch = "not as the journal says: changed outside the mount"
-	reasonNotEmpty = "directory holds entries no rolled-back change made"
-	reasonOccupied = "the path is taken by something no rolled-back change made"
-	reasonNoAside  = "the kept inode is missing from the aside area"
+	reasonOutside = "changed outside a turn after the target turn began"
+	// reasonOutsideMount: a rescan found the path changed behind the
+	// mount's back (package rescan); what that destroyed is unknown.
+	reasonOutsideMount = "changed outside the mount"
+	reasonMismatch     = "not as the journal says: changed outside the mount"
+	reasonNotEmpty     = "directory holds entries no rolled-back change made"
+	reasonOccupied     = "the path is taken by something no rolled-back change made"
+	reasonNoAside      = "the kept inode is missing from the aside area"
 	// reasonAsideChanged: the aside entry is not the inode kept there.
 	reasonAsideChanged = "the kept inode in the aside area was replaced behind cowfs's back"
 )
@@ -91,9 +94,9 @@ func (p *planner) build(recs []*journal.Record) (*Plan, error) {
 		var s *Step
 		skip := ""
 		switch {
-		case p.target(r):
-			if !p.force && p.touches(now, r, conflictIno, conflictPath) {
-				skip = reasonOutside
+		case p.undoes(r):
+			if !p.force {
+				skip = p.touches(now, r, conflictIno, conflictPath)
 			}
 		case p.force:
 		default:
@@ -120,38 +123,58 @@ func (p *planner) build(recs []*journal.Record) (*Plan, error) {
 	return pl, nil
 }
 
+// undoes reports whether the plan undoes r: a record of the target, but
+// never a change found outside the mount, which has nothing to undo it
+// with.
+func (p *planner) undoes(r *journal.Record) bool {
+	return r.Kind != journal.KindOutside && p.target(r)
+}
+
 // conflicts returns the identities and paths that changes outside turns
-// touched: undoing a turn's change to them would destroy work no
-// rolled-back turn did.
-func (p *planner) conflicts(recs []*journal.Record) (map[uint64]bool, map[string]bool) {
-	inos, paths := map[uint64]bool{}, map[string]bool{}
+// (or outside the mount) touched, with the reason to give: undoing a
+// turn's change to them would destroy work no rolled-back turn did.
+func (p *planner) conflicts(recs []*journal.Record) (map[uint64]string, map[string]string) {
+	inos, paths := map[uint64]string{}, map[string]string{}
 	if p.force {
 		return inos, paths
 	}
 	past := newPast(p.asidePath)
 	for _, r := range recs {
-		if !p.target(r) && r.Kind != journal.KindEvent {
+		if !p.undoes(r) && r.Kind != journal.KindEvent {
+			why := reasonOutside
+			if r.Kind == journal.KindOutside {
+				why = reasonOutsideMount
+			}
+			mark := func(id uint64) {
+				if id != 0 && inos[id] != reasonOutsideMount {
+					inos[id] = why
+				}
+			}
+			markPath := func(q string) {
+				if q != "" && paths[q] != reasonOutsideMount {
+					paths[q] = why
+				}
+			}
 			switch r.Kind {
 			case journal.KindCreate, journal.KindLink:
 				if id, ok := p.identity(past.lookup(r.Path)); ok {
-					inos[id] = true
+					mark(id)
 				}
-				paths[r.Path] = true
+				markPath(r.Path)
 			case journal.KindRemove, journal.KindRename:
-				inos[r.Ino] = true
-				if r.Ino2 != 0 {
-					inos[r.Ino2] = true
-				}
-				paths[r.Path] = true
-				if r.Path2 != "" {
-					paths[r.Path2] = true
-				}
+				mark(r.Ino)
+				mark(r.Ino2)
+				markPath(r.Path)
+				markPath(r.Path2)
+			case journal.KindOutside:
+				mark(r.Ino)
+				markPath(r.Path)
 			case journal.KindAttr:
 				if r.Cause != journal.CauseDirent {
-					inos[r.Ino] = true
+					mark(r.Ino)
 				}
 			default:
-				inos[r.Ino] = true
+				mark(r.Ino)
 			}
 		}
 		past.undo(r)
@@ -159,20 +182,28 @@ func (p *planner) conflicts(recs []*journal.Record) (map[uint64]bool, map[string
 	return inos, paths
 }
 
-// touches reports whether undoing r would touch what changes outside
-// turns touched.
-func (p *planner) touches(now *past, r *journal.Record, inos map[uint64]bool, paths map[string]bool) bool {
+// touches returns why undoing r would touch what changes outside turns
+// (or outside the mount) touched, or "" if it would not.
+func (p *planner) touches(now *past, r *journal.Record, inos map[uint64]string, paths map[string]string) string {
 	if len(inos) == 0 && len(paths) == 0 {
-		return false
+		return ""
+	}
+	first := func(whys ...string) string {
+		for _, w := range whys {
+			if w != "" {
+				return w
+			}
+		}
+		return ""
 	}
 	switch r.Kind {
 	case journal.KindCreate, journal.KindLink:
 		id, _ := p.identity(now.lookup(r.Path))
-		return inos[id] || paths[r.Path]
+		return first(inos[id], paths[r.Path])
 	case journal.KindRemove, journal.KindRename:
-		return inos[r.Ino] || inos[r.Ino2] || paths[r.Path] || paths[r.Path2]
+		return first(inos[r.Ino], inos[r.Ino2], paths[r.Path], paths[r.Path2])
 	}
-	return inos[r.Ino]
+	return inos[r.Ino] // a change in place
 }
 
 // step returns the step that undoes r, given the namespace just after
@@ -267,6 +298,8 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 		if !holds(r.Path, r.Ino) {
 			s.Skip = reasonMismatch
 		}
+	case journal.KindOutside:
+		return nil, nil // nothing to undo it with
 	default:
 		return nil, fmt.Errorf("rollback: record %d has unknown kind %v", r.Seq, r.Kind)
 	}

@@ -102,6 +102,19 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 			restored[s.Ino] = true
 		}
 	}
+	// A path changed outside the mount that no step puts back is left
+	// as it is, and the user must hear of it.
+	acted := map[string]bool{}
+	for _, s := range plan.Steps {
+		if s.Skip == "" {
+			acted[s.Path], acted[s.Path2] = true, true
+		}
+	}
+	for _, r := range recs {
+		if r.Kind == journal.KindOutside && !acted[r.Path] && reasons[r.Path] == "" {
+			reasons[r.Path] = reasonOutsideMount
+		}
+	}
 	var out []PathAction
 	deleted, recovered := map[uint64]int{}, map[uint64]int{}
 	for path, recType := range candidates {

@@ -56,6 +56,9 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 		}
 		return retry(env, g, rb, dryRun)
 	}
+	if err := rescan(env, g); err != nil {
+		return nil, err
+	}
 	to := env.Journal.NextSeq()
 	recs, err := scanBack(env.Journal, target.StartSeq, to)
 	if err != nil {
@@ -185,6 +188,25 @@ func unfinished(plan *Plan, failed int, err error) []PathAction {
 	return applySkips(plan.Report, reasons)
 }
 
+// stepPaths returns the workspace paths plan's steps name.
+func stepPaths(plan *Plan) []string {
+	var out []string
+	add := func(s *Step) {
+		for _, p := range []string{s.Path, s.Path2} {
+			if p != "" && !aside.Private(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	for i := range plan.Steps {
+		add(&plan.Steps[i])
+		for j := range plan.Steps[i].Covers {
+			add(&plan.Steps[i].Covers[j])
+		}
+	}
+	return out
+}
+
 // storedPlan reads the plan stored with rollback rb.
 func storedPlan(j *journal.Journal, rb *journal.Rollback) (*Plan, error) {
 	b, err := j.RollbackPlan(rb.ID)
@@ -206,6 +228,9 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	defer g.Leave()
 	rb, err := lastRollback(env.Journal)
 	if err != nil {
+		return nil, err
+	}
+	if err := rescan(env, g); err != nil {
 		return nil, err
 	}
 	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
@@ -233,7 +258,13 @@ func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, recs []*journal.
 	// it undoes), so a step that fails stops it with an error: the
 	// rollback stays, and the unrevert can be tried again; its finished
 	// steps find their results already there.
-	if _, err := x.run(plan, 0); err != nil {
+	_, err := x.run(plan, 0)
+	if env.Unjournaled != nil {
+		if aerr := env.Unjournaled(stepPaths(plan)); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("unrevert of rollback %d stopped: %w", rb.ID, err)
 	}
 	if err := env.Journal.Unreverted(rb, env.Aside.Drop); err != nil {
@@ -275,6 +306,17 @@ func Resume(env *Env) ([]*Outcome, error) {
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// rescan runs env's rescan, if it has one.
+func rescan(env *Env, g journal.Gate) error {
+	if env.Rescan == nil {
+		return nil
+	}
+	if err := env.Rescan(g); err != nil {
+		return fmt.Errorf("looking for changes outside the mount: %w", err)
+	}
+	return nil
 }
 
 // lastRollback returns the rollback an unrevert undoes.

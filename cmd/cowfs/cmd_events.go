@@ -69,6 +69,9 @@ func eventLine(e ctl.Event) string {
 		if e.From != "" {
 			what = shownPath(e.From) + " -> " + what
 		}
+		if e.Outside {
+			return fmt.Sprintf("%d %s %-8s %s outside the mount%s", e.Seq, at, e.Kind, what, where)
+		}
 		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d)%s", e.Seq, at, e.Kind, what, dash(shown(e.Command)), e.Pid, e.Uid, where)
 	case ctl.EventTurnBegin:
 		return fmt.Sprintf("%d %s turn %d began%s", e.Seq, at, e.Turn, idAnchor(e.ID, e.Anchor))
@@ -77,7 +80,8 @@ func eventLine(e ctl.Event) string {
 	case ctl.EventStep:
 		return fmt.Sprintf("%d %s step %s began%s", e.Seq, at, e.Step, where)
 	case ctl.EventRollback, ctl.EventUnrevert:
-		res := ctl.RollbackResult{Target: e.Target, Unrevert: e.Type == ctl.EventUnrevert}
+		res := ctl.RollbackResult{Target: e.Target, Unrevert: e.Type == ctl.EventUnrevert,
+			Complete: e.Failure == "", Failure: e.Failure}
 		if e.Counts != nil {
 			res.Counts = *e.Counts
 		}

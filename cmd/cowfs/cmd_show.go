@@ -54,6 +54,10 @@ func runShow(opts showOptions, ref string) error {
 		if ch.From != "" {
 			path = shownPath(ch.From) + " -> " + path
 		}
+		if ch.Outside && ch.Pid == 0 {
+			fmt.Fprintf(w, "  %s\t%s\t%s\toutside the mount\n", ch.Kind, path, humanBytes(ch.Bytes))
+			continue
+		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d\n", ch.Kind, path, humanBytes(ch.Bytes), dash(shown(ch.Command)), ch.Pid, ch.Uid)
 	}
 	return w.Flush()

@@ -1,0 +1,118 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Fingerprint is what package rescan last saw at a path in the backing
+// directory: enough to tell, by one lstat, whether anything changed it
+// since. Type 0 means nothing was there.
+type Fingerprint struct {
+	Type  uint32 // S_IFMT bits
+	Mode  uint32 // permission bits
+	Nlink uint32
+	Ino   uint64 // identity (InodeID)
+	Size  int64
+	Mtime int64 // nanoseconds
+	Ctime int64
+	// Last is the sequence number of the newest record that explained
+	// the path's state: once records before the window's first turn
+	// are pruned, a fingerprint whose Last is older is dropped.
+	Last uint64
+}
+
+const fingerprintLen = 3*4 + 8*5
+
+func fingerprintKey(path string) []byte { return append([]byte{prefixFingerprint}, path...) }
+
+var scannedKey = []byte{prefixScanned}
+
+func (f Fingerprint) encode() []byte {
+	b := make([]byte, 0, fingerprintLen)
+	for _, v := range []uint32{f.Type, f.Mode, f.Nlink} {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	for _, v := range []uint64{f.Ino, uint64(f.Size), uint64(f.Mtime), uint64(f.Ctime), f.Last} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+func decodeFingerprint(b []byte) (Fingerprint, error) {
+	if len(b) != fingerprintLen {
+		return Fingerprint{}, fmt.Errorf("%w: fingerprint of %d bytes", ErrCorrupt, len(b))
+	}
+	u := func(i int) uint64 { return binary.BigEndian.Uint64(b[12+8*i:]) }
+	return Fingerprint{Type: binary.BigEndian.Uint32(b), Mode: binary.BigEndian.Uint32(b[4:]),
+		Nlink: binary.BigEndian.Uint32(b[8:]), Ino: u(0), Size: int64(u(1)), Mtime: int64(u(2)),
+		Ctime: int64(u(3)), Last: u(4)}, nil
+}
+
+// Fingerprints returns every fingerprint kept, and the sequence number
+// up to which records were taken into account by the scan that kept
+// them (records from it on are newer than the fingerprints).
+func (j *Journal) Fingerprints() (map[string]Fingerprint, uint64, error) {
+	fps := map[string]Fingerprint{}
+	var upTo uint64
+	err := j.db.View(func(txn *badger.Txn) error {
+		if item, err := txn.Get(scannedKey); err == nil {
+			if err := item.Value(func(v []byte) error {
+				if len(v) == 8 {
+					upTo = binary.BigEndian.Uint64(v)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixFingerprint}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			path := string(it.Item().Key()[1:])
+			err := it.Item().Value(func(v []byte) error {
+				f, err := decodeFingerprint(v)
+				fps[path] = f
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return fps, upTo, err
+}
+
+// SaveFingerprints stores set, deletes drop, and then notes that
+// records before upTo are accounted for. The fingerprints go first (in
+// batches: there may be many): a crash before the note leaves new
+// fingerprints with the old mark, and the next scan takes more records
+// as explaining changes than it needs to — never fewer, which would
+// report changes made through the mount as made outside it.
+func (j *Journal) SaveFingerprints(set map[string]Fingerprint, drop []string, upTo uint64) error {
+	wb := j.db.NewWriteBatch()
+	defer wb.Cancel()
+	for p, f := range set {
+		if err := wb.Set(fingerprintKey(p), f.encode()); err != nil {
+			return err
+		}
+	}
+	for _, p := range drop {
+		if err := wb.Delete(fingerprintKey(p)); err != nil {
+			return err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("journal: save fingerprints: %w", err)
+	}
+	err := j.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(scannedKey, binary.BigEndian.AppendUint64(nil, upTo))
+	})
+	if err != nil {
+		return fmt.Errorf("journal: save fingerprints: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+// Package rescan finds changes that reached the backing directory
+// without going through the mount: the host side of a sandbox, a
+// process in another mount namespace, edits made while cowfs was not
+// running. The FUSE layer cannot see them; rollback must not destroy
+// them.
+//
+// For every path the window's records name, the journal keeps the
+// fingerprint (type, mode, link count, inode, size, mtime, ctime) a scan
+// last saw. A scan
+// runs at each turn boundary, before each rollback and unrevert plans,
+// and at start-up. It stats each tracked path (never reads or hashes a
+// file, never walks the workspace: its cost is the number of tracked
+// paths) and compares:
+//
+//   - a path that records appended since the last scan explain — a
+//     change through the mount (or by a rollback) to the path, to the
+//     inode it holds, to an entry directly inside it (a directory's
+//     times), or a rename or removal of a directory above it — takes
+//     its new fingerprint silently;
+//   - any other difference is a change outside the mount: it is
+//     journaled as a KindOutside record (modified, deleted, created,
+//     replaced), the mount is told to drop what the kernel caches of
+//     the path, and the new fingerprint is kept.
+//
+// A KindOutside record has no pre-image: the planner never offers it as
+// restorable and treats its path as a conflict, which only force
+// overrides. Changes a scan could not attribute are therefore never
+// overwritten silently — at worst (a path changed both through and
+// outside the mount between two scans) the change through the mount
+// explains it, as it would without this package.
+//
+// Paths not in the window's records are not tracked: a file created
+// outside the mount where no record names a path is simply part of the
+// workspace, which a rollback leaves alone (it only undoes records).
+package rescan

@@ -1,0 +1,314 @@
+package rescan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Observer is told of the paths a scan found changed, so the mount can
+// drop what the kernel caches of them. It is called with the journal's
+// gate held exclusively, so it must only queue (see rollback.Observer).
+type Observer interface {
+	Changed(path string, ino uint64, linked bool) // modified in place
+	Replaced(path string)                         // another object, or none, is there now
+}
+
+// Found is one change found outside the mount.
+type Found struct {
+	Path  string
+	Cause journal.Cause // journal.CauseOutside*
+}
+
+// Scanner keeps the fingerprints between scans.
+type Scanner struct {
+	j       *journal.Journal
+	tree    *backing.Tree
+	rootDev uint64
+	log     *slog.Logger
+
+	mu   sync.Mutex // one scan at a time
+	fps  map[string]journal.Fingerprint
+	upTo uint64 // records before it are accounted for in fps
+}
+
+// New returns a scanner with the fingerprints the journal keeps.
+func New(j *journal.Journal, tree *backing.Tree, rootDev uint64, log *slog.Logger) (*Scanner, error) {
+	fps, upTo, err := j.Fingerprints()
+	if err != nil {
+		return nil, fmt.Errorf("rescan: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Scanner{j: j, tree: tree, rootDev: rootDev, log: log, fps: fps, upTo: upTo}, nil
+}
+
+// Scan compares every tracked path with the backing directory and
+// journals what changed outside the mount through g, which must be the
+// journal's exclusive gate (labelled with the turn the changes belong
+// to, or none). obs may be nil.
+func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	upTo := s.j.NextSeq()
+	ex, err := s.explained(s.upTo, upTo)
+	if err != nil {
+		return nil, err
+	}
+	candidates := make(map[string]bool, len(s.fps)+len(ex.last))
+	for p := range s.fps {
+		candidates[p] = true
+	}
+	for p := range ex.last {
+		candidates[p] = true
+	}
+	set := map[string]journal.Fingerprint{}
+	var found []Found
+	for p := range candidates {
+		cur, st, err := s.fingerprint(p)
+		if err != nil {
+			// Not a conflict to guess about: the path cannot be
+			// checked (a symlink on the way, an I/O error). Keep the
+			// old fingerprint; the planner's checks still apply.
+			s.log.Warn("rescan: cannot check a path", "path", p, "err", err)
+			continue
+		}
+		old, had := s.fps[p]
+		switch {
+		case ex.explains(p, old, cur):
+			cur.Last = max(old.Last, ex.last[p])
+		case !had || same(old, cur):
+			continue
+		default:
+			rec := outsideRecord(p, old, cur, st)
+			if err := s.j.Append(g, rec, nil); err != nil {
+				return found, fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
+			}
+			found = append(found, Found{Path: p, Cause: rec.Cause})
+			s.log.Warn("changed outside the mount", "path", p, "how", causeName[rec.Cause], "turn", g.Turn)
+			if obs != nil {
+				if rec.Cause == journal.CauseOutsideModified {
+					obs.Changed(p, cur.Ino, st != nil && st.Nlink > 1 && cur.Type != syscall.S_IFDIR)
+				} else {
+					obs.Replaced(p)
+				}
+			}
+			cur.Last = rec.Seq
+		}
+		if cur != old {
+			set[p] = cur
+		}
+	}
+	drop, err := s.stale()
+	if err != nil {
+		return found, err
+	}
+	upTo = s.j.NextSeq() // the outside records are accounted for too
+	if err := s.j.SaveFingerprints(set, drop, upTo); err != nil {
+		return found, err
+	}
+	for p, f := range set {
+		s.fps[p] = f
+	}
+	for _, p := range drop {
+		delete(s.fps, p)
+	}
+	s.upTo = upTo
+	return found, nil
+}
+
+var causeName = map[journal.Cause]string{
+	journal.CauseOutsideModified: "modified",
+	journal.CauseOutsideDeleted:  "deleted",
+	journal.CauseOutsideCreated:  "created",
+	journal.CauseOutsideReplaced: "replaced",
+}
+
+// fingerprint stats p; a missing path has Type 0. st is nil then.
+func (s *Scanner) fingerprint(p string) (journal.Fingerprint, *unix.Stat_t, error) {
+	st, err := s.tree.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return journal.Fingerprint{}, nil, nil
+	}
+	if err != nil {
+		return journal.Fingerprint{}, nil, err
+	}
+	return journal.Fingerprint{Type: st.Mode & syscall.S_IFMT, Mode: st.Mode &^ syscall.S_IFMT, Nlink: uint32(st.Nlink),
+		Ino:  journal.InodeID(st.Dev, st.Ino, s.rootDev),
+		Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, st, nil
+}
+
+// same compares what a scan sees, not when a record last explained it.
+// A file whose link count alone changed (another name of it made or
+// removed — also by cowfs freeing an inode kept aside) holds the same:
+// its ctime moved, nothing a rollback restores did.
+func same(a, b journal.Fingerprint) bool {
+	a.Last, b.Last = 0, 0
+	if a.Nlink != b.Nlink {
+		a.Nlink, a.Ctime = b.Nlink, b.Ctime
+	}
+	return a == b
+}
+
+// outsideRecord describes how p changed from old to cur (stat st).
+func outsideRecord(p string, old, cur journal.Fingerprint, st *unix.Stat_t) *journal.Record {
+	rec := &journal.Record{Kind: journal.KindOutside, Path: p, Type: cur.Type, Ino: cur.Ino}
+	switch {
+	case cur.Type == 0:
+		rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideDeleted, old.Type, old.Ino
+	case old.Type == 0:
+		rec.Cause = journal.CauseOutsideCreated
+	case old.Type != cur.Type || old.Ino != cur.Ino:
+		rec.Cause = journal.CauseOutsideReplaced
+	default:
+		rec.Cause = journal.CauseOutsideModified
+	}
+	if st != nil {
+		rec.Attr = journal.AttrOf(st)
+	}
+	return rec
+}
+
+// stale returns the tracked paths no record in the window names any
+// more: the window's first turn began after the newest record that
+// explained them.
+func (s *Scanner) stale() ([]string, error) {
+	ts, err := s.j.Turns()
+	if err != nil || len(ts) == 0 {
+		return nil, err
+	}
+	var drop []string
+	for p, f := range s.fps {
+		if f.Last < ts[0].StartSeq {
+			drop = append(drop, p)
+		}
+	}
+	return drop, nil
+}
+
+// explanation is what the records since the last scan account for.
+type explanation struct {
+	last  map[string]uint64 // path -> newest record naming it (or an entry in it)
+	trees map[string]bool   // directories renamed or removed: paths beneath moved with them
+	inos  map[uint64]bool   // identities changed
+}
+
+func (s *Scanner) explained(from, to uint64) (*explanation, error) {
+	ex := &explanation{last: map[string]uint64{}, trees: map[string]bool{}, inos: map[uint64]bool{}}
+	err := s.j.Scan(from, to, false, func(r *journal.Record) error {
+		if r.Kind == journal.KindEvent {
+			return nil
+		}
+		for _, p := range []string{r.Path, r.Path2} {
+			if p == "" && r.Kind != journal.KindAttr {
+				continue
+			}
+			if aside.Private(p) {
+				continue
+			}
+			ex.last[p] = r.Seq
+			if dir := parentOf(p); dir != p && !aside.Private(dir) {
+				ex.last[dir] = r.Seq // its entries changed: its times did
+			}
+			if r.Kind == journal.KindRename || r.Kind == journal.KindRemove {
+				ex.trees[p] = true
+			}
+		}
+		ex.inos[r.Ino] = true
+		if r.Ino2 != 0 {
+			ex.inos[r.Ino2] = true
+		}
+		return nil
+	})
+	delete(ex.inos, 0)
+	return ex, err
+}
+
+// explains reports whether the records account for p going from old to
+// cur.
+func (ex *explanation) explains(p string, old, cur journal.Fingerprint) bool {
+	if _, ok := ex.last[p]; ok {
+		return true
+	}
+	if (old.Type != 0 && ex.inos[old.Ino]) || (cur.Type != 0 && ex.inos[cur.Ino]) {
+		return true
+	}
+	for d := parentOf(p); d != ""; d = parentOf(d) {
+		if ex.trees[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// parentOf is p's directory ("" for the root and what is in it).
+func parentOf(p string) string {
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return ""
+	}
+	return d
+}
+
+// Accept takes what is at paths now — at them, beneath them (a tree
+// brought back whole), and in their directories — as explained: an
+// unrevert changes the workspace without journaling (its rollback's
+// records are what it undoes, and they are deleted), so the next scan
+// must not take its changes for changes outside the mount. The caller
+// holds the journal's gate exclusively.
+func (s *Scanner) Accept(paths []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	accepted := map[string]bool{}
+	for _, p := range paths {
+		accepted[p], accepted[parentOf(p)] = true, true
+	}
+	set := map[string]journal.Fingerprint{}
+	for q, old := range s.fps {
+		if !under(q, accepted) {
+			continue
+		}
+		cur, _, err := s.fingerprint(q)
+		if err != nil {
+			continue
+		}
+		cur.Last = old.Last
+		if cur != old {
+			set[q] = cur
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if err := s.j.SaveFingerprints(set, nil, s.upTo); err != nil {
+		return err
+	}
+	for p, f := range set {
+		s.fps[p] = f
+	}
+	return nil
+}
+
+// under reports whether p or a directory above it is in set.
+func under(p string, set map[string]bool) bool {
+	for {
+		if set[p] {
+			return true
+		}
+		if p == "" {
+			return false
+		}
+		p = parentOf(p)
+	}
+}
