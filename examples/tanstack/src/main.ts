@@ -5,6 +5,8 @@
 //   node dist/src/main.js /tmp/ws
 //   cowfs umount /tmp/ws
 
+import * as path from "node:path";
+
 import { CodingAgent } from "./agent.js";
 import { demoCommands, demoMessages, demoScript } from "./demo.js";
 import { scriptedText } from "./scripted-adapter.js";
@@ -14,8 +16,7 @@ if (!workspace) {
   console.error("usage: main.js WORKSPACE   (mounted with cowfs mount)");
   process.exit(2);
 }
-process.chdir(workspace);
-const agent = await CodingAgent.open({ workspace: process.cwd(), adapter: scriptedText(demoScript) });
+const agent = await CodingAgent.open({ workspace: path.resolve(workspace), adapter: scriptedText(demoScript) });
 agent.onFileChanged((e) => {
   const from = e.from === undefined ? "" : ` (from ${e.from})`;
   const who = e.cause ?? `${e.command}, ${e.toolCallId ?? "no tool call"}`;
