@@ -3,6 +3,7 @@
 
 import { eventStream, type EventsOptions, type EventStream } from "./events.js";
 import { socketFor } from "./locate.js";
+import { pathQuery } from "./paths.js";
 import { open, readAll, requestJSON } from "./transport.js";
 import type {
   BeginTurnRequest,
@@ -93,7 +94,8 @@ export class CowfsClient {
 
   /** `GET /v1/content`: the bytes path held when turn `at` began. NotFoundError if it did not exist then. */
   async content(at: TurnRef, path: string, opts?: CallOptions): Promise<Buffer> {
-    const q = new URLSearchParams({ at: String(at), path });
+    // The path's bytes, percent-encoded: it may hold escaped non-UTF-8 bytes.
+    const q = `${new URLSearchParams({ at: String(at) })}&path=${pathQuery(path)}`;
     const res = await open(this.socket, "GET", `/v1/content?${q}`, opts);
     return readAll(res);
   }

@@ -32,9 +32,11 @@ export interface RewindResult {
   turn: number;
   turnId?: string;
   /**
-   * That turn's anchor. After undo and revert, truncate the conversation
-   * at this message (it and everything after it go); after redo and
-   * unrevert, put back what was truncated here.
+   * That turn's anchor. After undo and revert, the conversation now ends
+   * just before this message (it and everything after it go, until the
+   * next message makes that final). After redo and unrevert, it names the
+   * message the undone rollback went back to: return the conversation to
+   * where it stood before that rollback.
    */
   messageId?: string;
   /** After undo and revert: the marker left (messageId and a note for the model). */
@@ -48,6 +50,14 @@ export interface RewindResult {
   skipped: PathAction[];
   /** True for a plan (dryRun): nothing was changed. */
   dryRun: boolean;
+  /**
+   * False if a step failed for a reason other than a conflict (`failure`
+   * says what): a partial rollback leaves no marker, so keep the
+   * conversation as it is; undo() or revert() again finishes it once the
+   * cause is gone, redo() undoes what it did.
+   */
+  complete: boolean;
+  failure?: string;
   /** The daemon's replies, one per rollback or unrevert made. */
   results: RollbackResult[];
 }
@@ -247,6 +257,8 @@ export class History {
       paths,
       skipped: paths.filter((p) => p.action === "skip"),
       dryRun: last.dry_run === true,
+      complete: results.every((r) => r.complete !== false),
+      failure: results.find((r) => r.failure !== undefined)?.failure,
       results,
     };
   }

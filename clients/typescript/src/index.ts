@@ -28,4 +28,5 @@ export {
   type RewindResult,
 } from "./history.js";
 export { findWorkspace, locate, socketFor, stateRoot, type Location } from "./locate.js";
+export { pathBytes, pathQuery, pathString } from "./paths.js";
 export type * from "./types.js";

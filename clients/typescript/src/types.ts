@@ -1,7 +1,9 @@
 // The wire types of the control socket, version 1, as docs/api.md
 // documents them and ctl/api.go defines them: field names are the JSON
 // names, so a reply reads the same here, in curl and in the Go client.
-// Times are RFC 3339 strings.
+// Times are RFC 3339 strings. Paths are relative to the workspace root;
+// a byte of a name that is not valid UTF-8 arrives as a lone surrogate
+// \udc80–\udcff (paths.ts turns such a string into bytes).
 
 /** The body of `POST /v1/turns`. Both fields are optional. */
 export interface BeginTurnRequest {
@@ -174,8 +176,16 @@ export interface RollbackResult {
   /** Sorted by path. */
   paths: PathAction[];
   counts: RollbackCounts;
-  /** Absent in a dry run and an unrevert, which withdraws it. */
+  /** Absent in a dry run, an unrevert (which withdraws it) and a partial rollback. */
   marker?: Marker;
+  /**
+   * False for a partial rollback: a step failed for a reason other than a
+   * conflict (`failure` says what); it left no marker and reverted no turn,
+   * so the conversation must not be truncated. The same rollback again
+   * finishes it once the cause is gone; an unrevert undoes what it did.
+   */
+  complete: boolean;
+  failure?: string;
 }
 
 /** The body of `GET /v1/markers`. */

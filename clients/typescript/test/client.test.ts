@@ -14,6 +14,8 @@ import {
   NoDaemonError,
   NotFoundError,
   OutOfWindowError,
+  pathBytes,
+  pathString,
 } from "../src/index.js";
 import { fuseSkip, TestWorkspace } from "../src/testing.js";
 
@@ -137,6 +139,8 @@ describe("CowfsClient", { skip: fuseSkip() }, () => {
     );
 
     const res = await c.rollback({ to: 1 });
+    assert.equal(res.complete, true);
+    assert.equal(res.failure, undefined);
     assert.equal(res.target, 1);
     assert.equal(res.rollback, 1);
     assert.deepEqual(res.counts, { restored: 1, recovered: 1, deleted: 1, skipped: 0, dirs_removed: 1, dirs_recreated: 0 });
@@ -164,6 +168,22 @@ describe("CowfsClient", { skip: fuseSkip() }, () => {
     await rejectsWith(c.unrevert({ force: false }), ConflictError, "conflict", 409);
   });
 
+  it("paths that are not UTF-8: escaped bytes in replies, the bytes in queries", async () => {
+    await c.beginTurn({ id: "latin1" });
+    await w.sh("printf 'v1\\n' > \"$(printf 'caf\\351.txt')\"");
+    await c.endTurn();
+    await c.beginTurn({ id: "latin1-edit" });
+    await w.sh("printf 'v2\\n' > \"$(printf 'caf\\351.txt')\"");
+    await c.endTurn();
+    const name = "caf\udce9.txt";
+    assert.deepEqual((await c.turn("latin1")).changes.map((x) => x.path), [name]);
+    assert.deepEqual(pathBytes(name), Buffer.from("caf\xe9.txt", "latin1"));
+    assert.equal(pathString(pathBytes(name)), name);
+    const onDisk = Buffer.concat([Buffer.from(w.dir + "/"), pathBytes(name)]);
+    assert.equal(await fs.readFile(onDisk, "utf8"), "v2\n");
+    assert.equal((await c.content("latin1-edit", name)).toString(), "v1\n");
+  });
+
   it("typed errors carry the API's code and message", async () => {
     await rejectsWith(c.endTurn(), ConflictError, "conflict", 409);
     await rejectsWith(c.beginStep("s"), ConflictError, "conflict");
@@ -178,6 +198,24 @@ describe("CowfsClient", { skip: fuseSkip() }, () => {
     assert.match(busy.message, /turn/);
     await rejectsWith(c.beginStep(""), BadRequestError, "bad_request");
     await c.endTurn();
+  });
+});
+
+describe("paths", () => {
+  it("turn bytes into the API's strings and back", () => {
+    const cases: Array<[Buffer, string]> = [
+      [Buffer.from("plain/ascii.txt"), "plain/ascii.txt"],
+      [Buffer.from("日本/ünï😀.md"), "日本/ünï😀.md"],
+      [Buffer.from([0x61, 0xff, 0x62]), "a\udcffb"],
+      [Buffer.from([0xc3]), "\udcc3"], // a cut sequence
+      [Buffer.from([0xe0, 0x80, 0x80]), "\udce0\udc80\udc80"], // overlong
+      [Buffer.from([0xed, 0xa0, 0x80]), "\udced\udca0\udc80"], // a surrogate's encoding
+      [Buffer.from("\ufffd"), "\ufffd"], // U+FFFD itself is text
+    ];
+    for (const [bytes, str] of cases) {
+      assert.equal(pathString(bytes), str, bytes.toString("hex"));
+      assert.deepEqual(pathBytes(str), bytes, str);
+    }
   });
 });
 

@@ -6,8 +6,9 @@
 //     and each tool call within it, so every file change names the tool
 //     call that made it — shell commands included;
 //   - /undo, /redo, /revert MESSAGE-ID and /unrevert call the history and
-//     cut the conversation at the message the result names (or put back
-//     what was cut), so messages and files always match.
+//     move the conversation as the files moved: to before the message the
+//     rollback's marker names, or back to where the undone rewinds started;
+//     the next user message makes that final.
 
 import { History, type FileChangedEvent, type RewindResult } from "@cowfs/client";
 import { chat, maxIterations, StreamProcessor, type AnyTextAdapter, type ChatMiddleware, type UIMessage } from "@tanstack/ai";
@@ -23,22 +24,23 @@ export interface AgentOptions {
   history?: History;
 }
 
-/** A stretch of conversation a rewind cut off, and the note its marker left for the model. */
-interface Cut {
-  messages: UIMessage[];
-  note?: string;
-}
-
 export class CodingAgent {
   readonly workspace: string;
   readonly history: History;
-  /** The conversation, as TanStack AI's UI messages. */
-  messages: UIMessage[] = [];
 
   private readonly adapter: AnyTextAdapter;
   private readonly tools: ReturnType<typeof workspaceTools>;
-  /** What rewinds since the last message cut, latest last: redo and unrevert put it back. */
-  private cuts: Cut[] = [];
+  /**
+   * The conversation at its live end. Rewinds do not drop messages from it
+   * until the next user message makes them final: they move `shown`, the
+   * number of messages the conversation has now, as the files move.
+   */
+  private live: UIMessage[] = [];
+  private shown = 0;
+  /** The rewinds since the last message, oldest first: where each left the conversation before, and its marker's note. */
+  private rewinds: Array<{ shown: number; note?: string }> = [];
+  /** The last rollback stopped part way. */
+  private partial = false;
   private sent = 0;
 
   private constructor(opts: Required<AgentOptions>) {
@@ -57,6 +59,11 @@ export class CodingAgent {
     await this.history.close();
   }
 
+  /** The conversation, as TanStack AI's UI messages. */
+  get messages(): UIMessage[] {
+    return this.live.slice(0, this.shown);
+  }
+
   /** Shows file changes as they happen (shell commands' too). Returns a function that stops it. */
   onFileChanged(cb: (e: FileChangedEvent) => void): () => void {
     return this.history.onFileChanged(cb);
@@ -67,14 +74,14 @@ export class CodingAgent {
     const [cmd, arg] = line.trim().split(/\s+/, 2);
     switch (cmd) {
       case "/undo":
-        return this.undo();
+        return this.rewound("Undid the last turn", await this.history.undo());
       case "/redo":
-        return this.redo();
+        return this.rewound("Redid", await this.history.redo());
       case "/revert":
         if (!arg) return "usage: /revert MESSAGE-ID";
-        return this.revert(arg);
+        return this.rewound(`Reverted to before ${arg}`, await this.history.revert({ messageId: arg }));
       case "/unrevert":
-        return this.unrevert();
+        return this.rewound("Unreverted", await this.history.unrevert());
       default:
         return this.send(line);
     }
@@ -84,9 +91,9 @@ export class CodingAgent {
   async send(text: string): Promise<string> {
     const id = `msg-${++this.sent}`;
     await this.history.beginTurn({ id: `turn-${this.sent}`, anchor: id });
-    // Beginning a turn made the rewinds before it final.
-    const note = this.cuts[this.cuts.length - 1]?.note;
-    this.cuts = [];
+    // Beginning a turn made the rewinds final: so is the cut conversation.
+    const note = this.rewinds[this.rewinds.length - 1]?.note;
+    this.rewinds = [];
     const processor = new StreamProcessor({ initialMessages: this.messages });
     processor.addUserMessage(text, id);
     try {
@@ -100,40 +107,41 @@ export class CodingAgent {
       });
       await processor.process(stream);
     } finally {
-      this.messages = processor.getMessages();
+      this.live = processor.getMessages();
+      this.shown = this.live.length;
       await this.history.endTurn();
     }
-    return lastText(this.messages);
+    return lastText(this.live);
   }
 
-  async undo(): Promise<string> {
-    const r = await this.history.undo();
-    this.cut(r);
-    return `Undid the last turn. Files restored: ${r.filesRestored}${skips(r)}`;
-  }
-
-  async redo(): Promise<string> {
-    const r = await this.history.redo();
-    this.messages.push(...(this.cuts.pop()?.messages ?? []));
-    return `Redid the turn of ${r.messageId}. Files restored: ${r.filesRestored}${skips(r)}`;
-  }
-
-  async revert(messageId: string): Promise<string> {
-    const r = await this.history.revert({ messageId });
-    this.cut(r);
-    return `Reverted to before ${messageId}. Files restored: ${r.filesRestored}${skips(r)}`;
-  }
-
-  async unrevert(): Promise<string> {
-    const r = await this.history.unrevert();
-    while (this.cuts.length > 0) this.messages.push(...this.cuts.pop()!.messages);
-    return `Unreverted. Files restored: ${r.filesRestored}${skips(r)}`;
-  }
-
-  /** Truncates the conversation at the rewind's marker: that message and everything after it go. */
-  private cut(r: RewindResult): void {
-    const at = this.messages.findIndex((m) => m.id === r.marker?.messageId);
-    this.cuts.push({ messages: at < 0 ? [] : this.messages.splice(at), note: r.marker?.note });
+  /**
+   * Moves the conversation as a rewind moved the files: a rollback to
+   * before a message shows the messages before it (fewer, or — after an
+   * earlier rollback went further back — more); redo and unrevert go back
+   * to where the rewinds they undid started.
+   */
+  private rewound(what: string, r: RewindResult): string {
+    if (!r.complete) {
+      // A partial rollback left no marker and is not on the stack: the
+      // conversation stays. Running it again finishes it; /redo undoes it.
+      this.partial = r.action === "undo" || r.action === "revert";
+      return `${what}: stopped part way (${r.failure}); the conversation is unchanged. Try again, or /redo.${skips(r)}`;
+    }
+    let undone = r.results.length;
+    if (this.partial && (r.action === "redo" || r.action === "unrevert")) {
+      undone--; // the first unrevert undid the partial rollback
+    }
+    this.partial = false;
+    if (r.action === "undo" || r.action === "revert") {
+      const at = this.live.findIndex((m) => m.id === r.marker?.messageId);
+      this.rewinds.push({ shown: this.shown, note: r.marker?.note });
+      if (at >= 0) this.shown = at;
+    } else {
+      for (; undone > 0 && this.rewinds.length > 0; undone--) {
+        this.shown = this.rewinds.pop()!.shown;
+      }
+    }
+    return `${what}. Files restored: ${r.filesRestored}${skips(r)}`;
   }
 }
 

@@ -215,7 +215,7 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
   });
 
   it("/redo: message 3 and its files come back", async () => {
-    assert.equal(await agent.input("/redo"), "Redid the turn of msg-3. Files restored: 4");
+    assert.equal(await agent.input("/redo"), "Redid. Files restored: 4");
     assert.deepEqual(await tree(w), snap.m3);
     assert.deepEqual(agent.messages, convo.m3);
     assert.deepEqual(await markers(), []);
@@ -264,6 +264,29 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
       "created src | unrevert - -",
       "created src/greet.js | unrevert - -",
     ]);
+  });
+
+  it("stacked rewinds: /undo, /undo, /revert to a later message, /redo, /unrevert", async () => {
+    await agent.input("/undo"); // before message 3
+    await agent.input("/undo"); // before message 2
+    assert.deepEqual(await tree(w), snap.m1);
+    assert.deepEqual(agent.messages, convo.m1);
+    assert.deepEqual(await markers(), ["msg-2", "msg-3"]);
+    // Forward again, to before message 3: message 2 and its files come back.
+    assert.equal(await agent.input("/revert msg-3"), "Reverted to before msg-3. Files restored: 3");
+    assert.deepEqual(await tree(w), snap.m2);
+    assert.deepEqual(agent.messages, convo.m2);
+    assert.deepEqual(await markers(), ["msg-3"]);
+    assert.equal(await agent.input("/redo"), "Redid. Files restored: 3");
+    assert.deepEqual(await tree(w), snap.m1);
+    assert.deepEqual(agent.messages, convo.m1);
+    assert.deepEqual(await markers(), ["msg-2", "msg-3"]);
+    // Two rollbacks undone: before message 2 (3 files), before message 3 (4).
+    assert.equal(await agent.input("/unrevert"), "Unreverted. Files restored: 7");
+    assert.deepEqual(await tree(w), snap.m3);
+    assert.deepEqual(agent.messages, convo.m3);
+    assert.deepEqual(await markers(), []);
+    take();
   });
 
   it("a message after /undo: the model reads the marker's note, and the undo is final", async () => {
