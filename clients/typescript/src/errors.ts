@@ -1,0 +1,100 @@
+// Typed errors. Every error reply of the control socket,
+// {"error": {"code", "message"}}, becomes an instance of the class for its
+// code, so a harness can write `if (err instanceof BusyError)`; each keeps
+// the API's code and message. Failing to reach a daemon at all is a
+// NoDaemonError.
+
+import type { ErrorBody, ErrorCode } from "./types.js";
+
+/** Codes of errors that do not come from the API: no daemon answers, or the connection broke. */
+export type ClientErrorCode = "no_daemon" | "connection";
+
+/** The base of every error this package throws about the daemon. */
+export class CowfsError extends Error {
+  /** The API's error code, or a client-side one. */
+  readonly code: ErrorCode | ClientErrorCode;
+  /** The HTTP status of the reply (0 when there was none). */
+  readonly status: number;
+
+  constructor(code: ErrorCode | ClientErrorCode, message: string, status = 0, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** `bad_request`: malformed request, bad parameter, a path that leaves the workspace. */
+export class BadRequestError extends CowfsError {}
+
+/** `forbidden`: this uid may not use the socket. */
+export class ForbiddenError extends CowfsError {}
+
+/** `not_found`: no such turn, step, path or endpoint. */
+export class NotFoundError extends CowfsError {}
+
+/** `busy`: a turn is open and the request needs none, or another rollback runs. */
+export class BusyError extends CowfsError {}
+
+/** `conflict`: the request contradicts the state (no open turn, id in use, nothing to unrevert). */
+export class ConflictError extends CowfsError {}
+
+/** `internal`: cowfs failed; the daemon's log says why. */
+export class InternalError extends CowfsError {}
+
+/**
+ * `out_of_window`: the turn has left the rollback window. `oldest` and
+ * `latest` are the range that can be reached, read from the message
+ * ("turns 4 to 13 can be reached"); undefined if it names none.
+ */
+export class OutOfWindowError extends CowfsError {
+  readonly oldest?: number;
+  readonly latest?: number;
+
+  constructor(code: ErrorCode, message: string, status = 0) {
+    super(code, message, status);
+    const m = /turns (\d+) to (\d+)/.exec(message);
+    if (m) {
+      this.oldest = Number(m[1]);
+      this.latest = Number(m[2]);
+    }
+  }
+}
+
+/** No daemon answers on the socket: nothing is mounted there, or the daemon died. */
+export class NoDaemonError extends CowfsError {
+  /** The socket that was tried. */
+  readonly socket: string;
+
+  constructor(socket: string, cause?: unknown) {
+    super("no_daemon", `no cowfs daemon is running for this workspace (socket ${socket})`, 0, { cause });
+    this.socket = socket;
+  }
+}
+
+/** The connection to the daemon broke during a request or a stream. */
+export class ConnectionError extends CowfsError {
+  constructor(message: string, cause?: unknown) {
+    super("connection", message, 0, { cause });
+  }
+}
+
+const byCode: Record<ErrorCode, new (code: ErrorCode, message: string, status: number) => CowfsError> = {
+  bad_request: BadRequestError,
+  forbidden: ForbiddenError,
+  not_found: NotFoundError,
+  busy: BusyError,
+  conflict: ConflictError,
+  out_of_window: OutOfWindowError,
+  internal: InternalError,
+};
+
+/** The typed error for an error reply's body. */
+export function apiError(body: ErrorBody, status: number): CowfsError {
+  const cls = byCode[body.code];
+  if (cls === undefined) {
+    // A code this client does not know yet: the API may add codes.
+    return new CowfsError(body.code, body.message, status);
+  }
+  return new cls(body.code, body.message, status);
+}

@@ -1,0 +1,32 @@
+// @cowfs/client: a client for the cowfs control socket (docs/api.md) and
+// a turn history for agent harnesses. Node's standard library only.
+
+export { CowfsClient, type CallOptions } from "./client.js";
+export {
+  BadRequestError,
+  BusyError,
+  ConflictError,
+  ConnectionError,
+  CowfsError,
+  ForbiddenError,
+  InternalError,
+  NoDaemonError,
+  NotFoundError,
+  OutOfWindowError,
+  type ClientErrorCode,
+} from "./errors.js";
+export { eventStream, type EventsOptions, type EventStream } from "./events.js";
+export {
+  History,
+  type FileChange,
+  type FileChangedEvent,
+  type HistoryDiff,
+  type HistoryMarker,
+  type HistoryOptions,
+  type RewindCause,
+  type RewindOptions,
+  type RewindResult,
+} from "./history.js";
+export { findWorkspace, locate, socketFor, stateRoot, type Location } from "./locate.js";
+export { pathBytes, pathQuery, pathString } from "./paths.js";
+export type * from "./types.js";

@@ -1,0 +1,307 @@
+// The wire types of the control socket, version 1, as docs/api.md
+// documents them and ctl/api.go defines them: field names are the JSON
+// names, so a reply reads the same here, in curl and in the Go client.
+// Times are RFC 3339 strings. Paths are relative to the workspace root;
+// a byte of a name that is not valid UTF-8 arrives as a lone surrogate
+// \udc80–\udcff (paths.ts turns such a string into bytes).
+
+/** The body of `POST /v1/turns`. Both fields are optional. */
+export interface BeginTurnRequest {
+  /** The harness's own id for the turn, unique in the window; not a number (numbers name turns by position). At most 256 bytes. */
+  id?: string;
+  /** Ties the turn to the conversation, e.g. the user message's id; a rollback's marker returns it. At most 1024 bytes. */
+  anchor?: string;
+}
+
+/** A turn's state: `reverted` turns were rolled back and are dropped when the next turn begins. */
+export type TurnState = "open" | "closed" | "reverted";
+
+/** One turn. */
+export interface Turn {
+  /** 1, 2, 3 … never reused. */
+  num: number;
+  /** The harness's id. */
+  id?: string;
+  /** The conversation anchor. */
+  anchor?: string;
+  state: TurnState;
+  began_at: string;
+  ended_at?: string;
+  /** Paths with a net change. */
+  changed_paths: number;
+  /** Journal records. */
+  records: number;
+  /** Bytes the turn added to the journal. */
+  journal_bytes: number;
+}
+
+/** The body of `GET /v1/turns`. */
+export interface TurnList {
+  /** Oldest first. */
+  turns: Turn[];
+  /** Paths changed through the mount while no turn was open, in the window. */
+  outside_turns: number;
+}
+
+/** What happened to a path: in a turn's changes and in change events. */
+export type ChangeKind = "created" | "modified" | "deleted" | "renamed" | "metadata";
+
+/** What a path is. */
+export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block";
+
+/** The net effect of a turn on one path. */
+export interface Change {
+  /** Relative to the workspace root. */
+  path: string;
+  kind: ChangeKind;
+  /** For `renamed`: where it was. */
+  from?: string;
+  type: FileType;
+  /** The pre-image kept for the path: what a rollback would put back. */
+  bytes: number;
+  /** The process that made the first change (pid 0: a kernel flush no process maps any more). */
+  pid: number;
+  uid: number;
+  /** `/proc/PID/comm` of that process. */
+  command: string;
+  time: string;
+  /** The step (tool call) the first change was made in. */
+  step?: string;
+}
+
+/** The body of `GET /v1/turns/{ref}`. */
+export interface TurnDetail extends Turn {
+  /** Sorted by path. */
+  changes: Change[];
+}
+
+/** The body of `GET /v1/status`. */
+export interface Status {
+  version: string;
+  /** The backing directory. */
+  workspace: string;
+  /** Where the view is mounted. */
+  mountpoint: string;
+  /** The journal directory. */
+  journal: string;
+  socket: string;
+  /** The daemon's pid. */
+  pid: number;
+  started_at: string;
+  /** Turns kept. */
+  window: number;
+  /** Whether commits are fsynced. */
+  sync: boolean;
+  open_turn?: Turn;
+  /** Turns in the window. */
+  turns: number;
+  /** With `latest_turn`, the range a rollback can reach. */
+  oldest_turn?: number;
+  latest_turn?: number;
+  /** On disk. */
+  journal_bytes: number;
+  /** Why the journal became unusable; changes that need a record fail until the daemon restarts. */
+  journal_error?: string;
+  /** Rollbacks since the last turn began; the latest can be unreverted. */
+  unrevertable: number;
+}
+
+/** A turn, by number or by the harness's id. */
+export type TurnRef = number | string;
+
+/** The body of `POST /v1/rollback`. */
+export interface RollbackRequest {
+  /** The turn to roll back to before: the workspace returns to its state when that turn began. */
+  to: TurnRef;
+  /** Return the plan and change nothing. */
+  dry_run?: boolean;
+  /** Also restore paths changed outside turns since, which are otherwise skipped. */
+  force?: boolean;
+}
+
+/** The body of `POST /v1/unrevert`. */
+export interface UnrevertRequest {
+  /** Also undo the rollback on paths changed since it. */
+  force?: boolean;
+}
+
+/**
+ * What a rollback does to a path: `restore` (exists before and after),
+ * `recover` (deleted or renamed away; brought back), `delete` (did not
+ * exist when the turn began) or `skip` (left as it is; `reason` says why).
+ */
+export type RollbackAction = "restore" | "recover" | "delete" | "skip";
+
+/** What a rollback does (or, dry, would do) to one path. */
+export interface PathAction {
+  path: string;
+  action: RollbackAction;
+  type: FileType;
+  reason?: string;
+  /** A rename undone: the object recovered at `path` comes from `from`. */
+  from?: string;
+  /** A rename undone: the object deleted from `path` moves to `to`. */
+  to?: string;
+}
+
+/** A rollback's paths summed: files (and other non-directories) by action, directories removed and recreated. */
+export interface RollbackCounts {
+  restored: number;
+  recovered: number;
+  deleted: number;
+  skipped: number;
+  dirs_removed: number;
+  dirs_recreated: number;
+}
+
+/** Where the harness truncates its conversation after a rollback: at `anchor`. */
+export interface Marker {
+  /** The turn rolled back to before. */
+  turn: number;
+  id?: string;
+  anchor?: string;
+  created_at: string;
+  /** At most 160 characters for the model: later messages were removed and the files restored. */
+  note: string;
+}
+
+/** The reply to a rollback or an unrevert. */
+export interface RollbackResult {
+  /** The turn rolled back to before (for an unrevert: the turn the undone rollback went back to). */
+  target: number;
+  dry_run?: boolean;
+  unrevert?: boolean;
+  /** The rollback's id (absent in a dry run). */
+  rollback?: number;
+  /** Sorted by path. */
+  paths: PathAction[];
+  counts: RollbackCounts;
+  /** Absent in a dry run, an unrevert (which withdraws it) and a partial rollback. */
+  marker?: Marker;
+  /**
+   * False for a partial rollback: a step failed for a reason other than a
+   * conflict (`failure` says what); it left no marker and reverted no turn,
+   * so the conversation must not be truncated. The same rollback again
+   * finishes it once the cause is gone; an unrevert undoes what it did.
+   */
+  complete: boolean;
+  failure?: string;
+}
+
+/** The body of `GET /v1/markers`. */
+export interface MarkerList {
+  /** Oldest turn first. */
+  markers: Marker[];
+}
+
+/** The body of `POST /v1/turns/current/steps`. */
+export interface StepRequest {
+  /** The harness's tool-call (or model-step) id, 1 to 256 bytes. */
+  id: string;
+}
+
+/** The reply to a step. */
+export interface StepStarted {
+  turn: number;
+  id: string;
+}
+
+/** Event types on `GET /v1/events`. */
+export type EventType =
+  | "change"
+  | "turn_begin"
+  | "turn_end"
+  | "step"
+  | "rollback"
+  | "unrevert"
+  | "gap"
+  | "journal_error";
+
+/** One line of `GET /v1/events`. Which fields are set depends on `type`. */
+export interface Event {
+  /** Orders events; resume with `?since=`. */
+  seq: number;
+  time: string;
+  type: EventType;
+  /** The turn the event happened in (absent: outside a turn). */
+  turn?: number;
+  step?: string;
+
+  // change: one event per journaled change, not netted.
+  path?: string;
+  kind?: ChangeKind;
+  from?: string;
+  bytes?: number;
+  pid?: number;
+  uid?: number;
+  command?: string;
+
+  // turn_begin.
+  id?: string;
+  anchor?: string;
+
+  // rollback, unrevert.
+  rollback?: number;
+  target?: number;
+  counts?: RollbackCounts;
+  marker?: Marker;
+
+  // journal_error.
+  message?: string;
+}
+
+/** The query of `GET /v1/diff`. */
+export interface DiffRequest {
+  /** The turn whose start the diff starts at. */
+  from: TurnRef;
+  /** Where it ends: absent for the end of `from`, a later turn (its start), or `"now"`. */
+  to?: TurnRef | "now";
+  /** Only what this step of `from` changed. */
+  step?: string;
+  /** Counts only, no diff text. */
+  stat?: boolean;
+}
+
+/** One changed file in a diff. */
+export interface DiffFile {
+  path: string;
+  /** Renamed: the old path. */
+  from?: string;
+  status: "created" | "modified" | "deleted" | "renamed" | "metadata";
+  /** Named, not diffed. */
+  binary?: boolean;
+  /** Over 1 MiB: named, not diffed. */
+  too_large?: boolean;
+  /** Lines. */
+  added: number;
+  removed: number;
+  /** The unified diff (absent with `stat`, or for binary, too large, metadata-only and non-regular files). */
+  diff?: string;
+  /** Why there is no diff of a changed path (a symlink's target, a directory). */
+  note?: string;
+}
+
+/** The body of `GET /v1/diff`. */
+export interface Diff {
+  /** "turn 3", "turn 3 step call_1". */
+  from: string;
+  /** "end of turn 3", "turn 5", "now". */
+  to: string;
+  files: DiffFile[];
+}
+
+/** The API's error codes. */
+export type ErrorCode =
+  | "bad_request"
+  | "forbidden"
+  | "not_found"
+  | "busy"
+  | "conflict"
+  | "out_of_window"
+  | "internal";
+
+/** The body of every error reply, as `{"error": ErrorBody}`. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+}
