@@ -191,6 +191,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
+	c.stamp(tn.StableAttr().Ino) // its link count and ctime change
 	rec, e := n.newEntry(c, dir, name, tn.typ(), linkTo, tn.StableAttr().Ino)
 	if e != 0 {
 		return nil, e

@@ -172,6 +172,12 @@ func (m *Mount) Replaced(p string) {
 	m.queueEntry(dir, name)
 }
 
+// TakeStamps returns when the mount last changed each inode it changed
+// since the last call (Unix nanoseconds, after the change), for package
+// rescan: a later ctime means a change outside the mount. The caller
+// holds the journal's gate exclusively.
+func (m *Mount) TakeStamps() map[uint64]int64 { return m.root.fs.rec.takeStamps() }
+
 // Changed records that p (identity ino, linked if it has other names)
 // changed in place.
 func (m *Mount) Changed(p string, ino uint64, linked bool) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -32,6 +33,11 @@ type recorder struct {
 	mu     sync.Mutex
 	epoch  uint64
 	inodes map[uint64]*inodeState // for the current epoch only
+	// stamps says when the mount last changed each inode (Unix
+	// nanoseconds, taken after the change reached the backing
+	// directory), since package rescan last took them: an inode whose
+	// ctime is later was changed again outside the mount.
+	stamps map[uint64]int64
 }
 
 // inodeState is what the current epoch (a turn, or the time between two
@@ -54,9 +60,10 @@ func newRecorder(j *journal.Journal, a *aside.Area, log *slog.Logger) *recorder 
 
 // change is one mutating request in flight.
 type change struct {
-	r      *recorder
-	g      journal.Gate
-	caller *who
+	r       *recorder
+	g       journal.Gate
+	caller  *who
+	touched []uint64 // inodes it changes (state was asked for)
 }
 
 // who is the process behind a request. FUSE reports the calling thread;
@@ -112,8 +119,35 @@ func (c *change) who() caller {
 }
 
 // end closes the change; its operation has reached the backing directory
-// (or failed).
-func (c *change) end() { c.g.Leave() }
+// (or failed). The inodes it changed are stamped first, while the gate
+// still keeps a rescan out.
+func (c *change) end() {
+	if len(c.touched) > 0 {
+		now := time.Now().UnixNano()
+		c.r.mu.Lock()
+		if c.r.stamps == nil {
+			c.r.stamps = map[uint64]int64{}
+		}
+		for _, ino := range c.touched {
+			c.r.stamps[ino] = now
+		}
+		c.r.mu.Unlock()
+	}
+	c.g.Leave()
+}
+
+// stamp notes that the change changes inode ino (its ctime, at least)
+// without asking for its state: renames and links.
+func (c *change) stamp(ino uint64) { c.touched = append(c.touched, ino) }
+
+// takeStamps returns the stamps since the last call, and forgets them.
+func (r *recorder) takeStamps() map[uint64]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stamps
+	r.stamps = nil
+	return s
+}
 
 // record journals rec — with the bytes rec.Off..rec.Off+rec.Len of src
 // for KindData — before the operation that needs it. The operation must
@@ -138,6 +172,7 @@ func (c *change) discard(rec *journal.Record) {
 // unlocks it.
 func (c *change) state(ino uint64) *inodeState {
 	r := c.r
+	c.touched = append(c.touched, ino)
 	r.mu.Lock()
 	if r.epoch != c.g.Epoch {
 		// A turn boundary: everything must be journaled afresh.

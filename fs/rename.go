@@ -66,6 +66,10 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	rec := &journal.Record{Kind: journal.KindRename, Path: rel1, Path2: rel2, Flags: flags,
 		Type: st1.Mode & syscall.S_IFMT, Ino: n.idOf(&st1)}
+	c.stamp(rec.Ino) // its ctime moves
+	if exchange {
+		c.stamp(n.idOf(&st2))
+	}
 
 	replace := exists && !exchange
 	kept := "" // aside entry of a replaced new file the kernel knows

@@ -25,9 +25,14 @@
 // A KindOutside record has no pre-image: the planner never offers it as
 // restorable and treats its path as a conflict, which only force
 // overrides. Changes a scan could not attribute are therefore never
-// overwritten silently — at worst (a path changed both through and
-// outside the mount between two scans) the change through the mount
-// explains it, as it would without this package.
+// overwritten silently. A file changed both through and outside the
+// mount between two scans is caught by time: the mount stamps each inode
+// it changes, after the change (fs.Mount.TakeStamps), and a file whose
+// mtime is later was written again outside the mount (within the
+// kernel's clock granularity, a few milliseconds, it may go unseen; so
+// may a change of metadata alone; and a write the kernel still holds in
+// its writeback cache reaches the backing directory — and is stamped —
+// only when flushed, after any change outside the mount made meanwhile).
 //
 // Paths not in the window's records are not tracked: a file created
 // outside the mount where no record names a path is simply part of the

@@ -8,6 +8,7 @@ import (
 	"path"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +23,13 @@ import (
 type Observer interface {
 	Changed(path string, ino uint64, linked bool) // modified in place
 	Replaced(path string)                         // another object, or none, is there now
+}
+
+// Stamper is an Observer that also knows when the mount last changed
+// each inode since the last scan (fs.Mount.TakeStamps), in Unix
+// nanoseconds after the change.
+type Stamper interface {
+	TakeStamps() map[uint64]int64
 }
 
 // Found is one change found outside the mount.
@@ -66,6 +74,9 @@ func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, ok := obs.(Stamper); ok {
+		ex.stamps = st.TakeStamps()
+	}
 	candidates := make(map[string]bool, len(s.fps)+len(ex.last))
 	for p := range s.fps {
 		candidates[p] = true
@@ -85,13 +96,18 @@ func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
 			continue
 		}
 		old, had := s.fps[p]
+		again := ex.changedAgain(cur)
 		switch {
-		case ex.explains(p, old, cur):
+		case !again && ex.explains(p, old, cur):
 			cur.Last = max(old.Last, ex.last[p])
-		case !had || same(old, cur):
+		case !again && (!had || same(old, cur)):
 			continue
 		default:
 			rec := outsideRecord(p, old, cur, st)
+			if again {
+				// Through the mount, then again outside it.
+				rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideModified, cur.Type, cur.Ino
+			}
 			if err := s.j.Append(g, rec, nil); err != nil {
 				return found, fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
 			}
@@ -202,6 +218,24 @@ type explanation struct {
 	last  map[string]uint64 // path -> newest record naming it (or an entry in it)
 	trees map[string]bool   // directories renamed or removed: paths beneath moved with them
 	inos  map[uint64]bool   // identities changed
+	// stamps: when the mount last changed an inode (see Stamper).
+	stamps map[uint64]int64
+}
+
+// changedAgain reports whether the file at cur was written after the
+// mount last changed it: its mtime and ctime are later than the mount's
+// stamp (ctime too: the mount may set any mtime, touch -d). (The
+// kernel's coarse clock may set an mtime a few milliseconds behind, so a
+// write outside the mount right after one through it can go unseen;
+// mtime, not ctime, so that renames, links and cowfs freeing an aside
+// entry — which move only ctime — are not taken for writes. A change of
+// metadata alone outside the mount, to a file the mount changed since
+// the last scan, is not seen either.)
+func (ex *explanation) changedAgain(cur journal.Fingerprint) bool {
+	t, ok := ex.stamps[cur.Ino]
+	// A write sets mtime to the present; one in the future was set
+	// explicitly (touch -d), by the mount.
+	return ok && cur.Type == syscall.S_IFREG && cur.Mtime > t && cur.Ctime > t && cur.Mtime <= time.Now().UnixNano()
 }
 
 func (s *Scanner) explained(from, to uint64) (*explanation, error) {
