@@ -68,7 +68,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		Type: st1.Mode & syscall.S_IFMT, Ino: n.idOf(&st1)}
 	c.stamp(rec.Ino) // its ctime moves
 	if exchange {
-		c.stamp(n.idOf(&st2))
+		rec.Ino2 = n.idOf(&st2) // the other object, as a rollback's exchange records it
+		c.stamp(rec.Ino2)
 	}
 
 	replace := exists && !exchange

@@ -147,7 +147,7 @@ type Record struct {
 	Cause Cause  // KindAttr only
 	Type  uint32 // S_IFMT bits of the object changed
 	Ino   uint64 // identity of the object changed (see InodeID)
-	Ino2  uint64 // KindRename: identity of the target it replaced, if any
+	Ino2  uint64 // KindRename: identity of the target it replaced, if any (with RENAME_EXCHANGE: the other object)
 
 	Path  string
 	Path2 string // KindRename: new name; KindLink: existing name
