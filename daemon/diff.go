@@ -152,13 +152,28 @@ func (s *service) versionAt(recs []*journal.Record, seq uint64, path string) (ve
 	case syscall.S_IFLNK:
 		out.target, _ = d.tree.Readlink(v.Loc)
 	case syscall.S_IFREG:
+		// Stat first: a version over MaxDiffBytes is named, not shown,
+		// so it is not copied (the gate is held: writes wait).
+		src, err := v.Open(d.tree)
+		if err != nil {
+			return out, err
+		}
+		defer src.Close()
+		fi, err := src.Stat()
+		if err != nil {
+			return out, err
+		}
+		if v.Size(fi.Size()) > ctl.MaxDiffBytes {
+			out.tooLarge = true
+			return out, nil
+		}
 		tmp, err := os.CreateTemp(d.loc.Dir, "diff-*")
 		if err != nil {
 			return out, err
 		}
 		os.Remove(tmp.Name())
 		defer tmp.Close()
-		if err := v.Materialize(d.tree, d.j, tmp); err != nil {
+		if err := v.MaterializeFrom(src, d.j, tmp); err != nil {
 			return out, err
 		}
 		tmp.Seek(0, io.SeekStart)

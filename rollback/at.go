@@ -64,18 +64,41 @@ func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(s
 // content today with v.Undo applied, newest first, so each byte ends
 // as its oldest pre-image.
 func (v Version) Materialize(t *backing.Tree, j *journal.Journal, dst *os.File) error {
-	if v.Type != syscall.S_IFREG {
-		return fmt.Errorf("%s is not a regular file", v.Loc)
-	}
-	src, err := t.Open(v.Loc, os.O_RDONLY, 0)
+	src, err := v.Open(t)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	return v.MaterializeFrom(src, j, dst)
+}
+
+// Open opens the object v reads today, for MaterializeFrom.
+func (v Version) Open(t *backing.Tree) (*os.File, error) {
+	if v.Type != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", v.Loc)
+	}
+	return t.Open(v.Loc, os.O_RDONLY, 0)
+}
+
+// Size is the size v had: its size today (src's), as the oldest
+// attribute record since then says it was.
+func (v Version) Size(today int64) int64 {
+	size := today
+	for _, r := range v.Undo {
+		if r.Kind == journal.KindAttr {
+			size = r.Attr.Size // newest first: the last one is the oldest
+		}
+	}
+	return size
+}
+
+// MaterializeFrom is Materialize from src, v's object opened by Open.
+func (v Version) MaterializeFrom(src *os.File, j *journal.Journal, dst *os.File) error {
 	if _, err := io.Copy(dst, src); err != nil {
 		return fmt.Errorf("copy %s: %w", v.Loc, err)
 	}
 	for _, r := range v.Undo {
+		var err error
 		switch r.Kind {
 		case journal.KindData:
 			err = j.ReadContent(r, func(off int64, b []byte) error {
