@@ -89,7 +89,7 @@ func groupsOf(tid, gid uint32) []int {
 		groups = []int{int(gid)}
 	}
 	groupCache.Lock()
-	if len(groupCache.m) > 4096 {
+	if len(groupCache.m) > maxCachedThreads {
 		groupCache.m = map[uint32]groupEntry{}
 	}
 	groupCache.m[tid] = groupEntry{groups, now}

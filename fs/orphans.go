@@ -46,10 +46,13 @@ func (o *orphans) place(n *Node, p string) {
 		o.at = map[string]*Node{}
 	}
 	o.at[p] = n
-	if o.placed++; o.placed%4096 == 0 {
+	if o.placed++; o.placed%pruneOrphansEvery == 0 {
 		o.prune()
 	}
 }
+
+// pruneOrphansEvery is how many placements pass between prunes.
+const pruneOrphansEvery = 4096
 
 // prune drops the nodes go-fuse has forgotten. The caller holds o.mu.
 func (o *orphans) prune() {

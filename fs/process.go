@@ -25,6 +25,11 @@ type processEntry struct {
 
 const processTTL = 100 * time.Millisecond
 
+// maxCachedThreads bounds the per-thread caches (processes here, groups
+// in creds.go): past it a cache starts again empty, so a build that
+// runs through thousands of short-lived threads does not grow it.
+const maxCachedThreads = 4096
+
 // process returns the process (thread group) of thread tid — FUSE
 // reports the calling thread — and its command name, /proc/PID/comm at
 // the time of the request (give or take processTTL).
@@ -38,7 +43,7 @@ func process(tid uint32) (uint32, string) {
 	}
 	pid, comm := readProcess(tid)
 	processes.Lock()
-	if len(processes.m) > 4096 {
+	if len(processes.m) > maxCachedThreads {
 		processes.m = map[uint32]processEntry{}
 	}
 	processes.m[tid] = processEntry{pid, comm, now}

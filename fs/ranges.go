@@ -2,6 +2,10 @@ package fs
 
 import "sort"
 
+// toEnd, as the end of a byte range, means "to the end of the file",
+// whatever its size: past any offset a file can have.
+const toEnd = int64(1 << 62)
+
 // span is the byte range [lo, hi).
 type span struct{ lo, hi int64 }
 
@@ -13,6 +17,10 @@ type ranges []span
 func (r ranges) missing(lo, hi int64) []span {
 	var out []span
 	i := sort.Search(len(r), func(i int) bool { return r[i].hi > lo })
+
+	// toEnd, as the end of a byte range, means "to the end of the file",
+	// whatever its size: past any offset a file can have.
+	const toEnd = int64(1 << 62)
 	for ; lo < hi && i < len(r) && r[i].lo < hi; i++ {
 		if r[i].lo > lo {
 			out = append(out, span{lo, r[i].lo})

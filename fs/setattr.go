@@ -45,7 +45,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	uid, setsUID := in.GetUID()
 	gid, setsGID := in.GetGID()
 	cause := journal.CauseTimes
-	lo := int64(1 << 62)
+	lo := toEnd
 	switch {
 	case truncates:
 		cause, lo = journal.CauseTruncate, int64(size)
@@ -54,7 +54,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	case setsMode:
 		cause = journal.CauseMode
 	}
-	if err := n.beforeContent(c, file, lo, 1<<62, cause); err != nil {
+	if err := n.beforeContent(c, file, lo, toEnd, cause); err != nil {
 		return errno(err)
 	}
 	if setsMode {

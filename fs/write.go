@@ -25,7 +25,7 @@ func (n *Node) truncOpen(c *change, flags uint32) syscall.Errno {
 	if flags&syscall.O_TRUNC == 0 || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
 		return 0
 	}
-	if err := n.beforeContent(c, -1, 0, 1<<62, journal.CauseWrite); err != nil {
+	if err := n.beforeContent(c, -1, 0, toEnd, journal.CauseWrite); err != nil {
 		return errno(err)
 	}
 	fd, done, e := n.ioFile(syscall.O_RDWR)
@@ -167,7 +167,7 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint6
 	case mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0:
 		// [lo, hi) becomes zeros.
 	case mode&(unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0:
-		hi = 1 << 62 // everything from lo on moves
+		hi = toEnd // everything from lo on moves
 	default:
 		lo, hi = 0, 0 // allocation destroys nothing; only the size may grow
 	}

@@ -24,7 +24,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	need := int64(4096)
+	need := int64(recordOverhead)
 	if rec.Kind == KindData {
 		need += rec.Len
 	}
@@ -79,6 +79,10 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	j.wake()
 	return nil
 }
+
+// recordOverhead is what a record may take in the journal besides its
+// content: its key and encoding, with room for long paths.
+const recordOverhead = 4096
 
 // checkSpace fails with ErrNoSpace unless need bytes can be stored and
 // the reserve still kept.

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Change kinds: the net effect of a run of records on one path.
@@ -124,18 +126,13 @@ func foldRecord(m map[string]*Change, r *Record) {
 	}
 }
 
-const (
-	exchangeFlag = 2        // RENAME_EXCHANGE
-	typeDir      = 0o040000 // S_IFDIR
-)
-
 func foldRename(m map[string]*Change, r *Record, add func(string, string) *Change) {
 	from, to := r.Path, r.Path2
 	move := moveEntry
-	if r.Type == typeDir || r.Flags&exchangeFlag != 0 {
+	if r.Type == unix.S_IFDIR || r.Flags&unix.RENAME_EXCHANGE != 0 {
 		move = moveTree
 	}
-	if r.Flags&exchangeFlag != 0 {
+	if r.Flags&unix.RENAME_EXCHANGE != 0 {
 		move(m, from, "\x00swap")
 		move(m, to, from)
 		move(m, "\x00swap", to)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/cowfs/cowfs/journal"
+	"golang.org/x/sys/unix"
 )
 
 // past is the workspace's namespace at an earlier time, kept as a sparse
@@ -66,7 +67,7 @@ func (p *past) undo(r *journal.Record) {
 		p.entries[r.Path] = e
 	case journal.KindRename:
 		from, to := r.Path, r.Path2
-		if r.Flags&renameExchange != 0 {
+		if r.Flags&unix.RENAME_EXCHANGE != 0 {
 			a, b := p.lookup(from), p.lookup(to)
 			subA, subB := p.take(from), p.take(to)
 			p.put(to, subA)
@@ -131,5 +132,3 @@ func (p *past) clear(path string) {
 	delete(p.entries, path)
 	p.take(path)
 }
-
-const renameExchange = 2 // RENAME_EXCHANGE

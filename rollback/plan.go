@@ -6,6 +6,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
+	"golang.org/x/sys/unix"
 )
 
 // Step operations. Each undoes one record; a step is what the executor
@@ -241,7 +242,7 @@ func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
 		}
 	case journal.KindRename:
 		s.Path, s.Path2, s.Ino2 = r.Path2, r.Path, r.Ino2
-		if r.Flags&renameExchange != 0 {
+		if r.Flags&unix.RENAME_EXCHANGE != 0 {
 			// Exchange again; but an object that was new and is gone
 			// has nothing to go back to, so the other only moves.
 			eA, eB := now.lookup(r.Path), now.lookup(r.Path2)

@@ -176,7 +176,7 @@ func (p *planner) contents(out []PathAction, path, loc string, named map[string]
 // recordType is the type a record gives its first (or second) path.
 func recordType(r *journal.Record, second bool) uint32 {
 	switch {
-	case second && r.Kind == journal.KindRename && r.Ino2 != 0 && r.Flags&renameExchange == 0:
+	case second && r.Kind == journal.KindRename && r.Ino2 != 0 && r.Flags&unix.RENAME_EXCHANGE == 0:
 		if t := r.Attr.Mode & syscall.S_IFMT; t != 0 {
 			return t // the replaced target, kept aside
 		}
