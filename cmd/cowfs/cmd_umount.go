@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,7 +65,7 @@ func runUmount(opts umountOptions) error {
 	// the journal, then exits.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		_, err := os.Stat(loc.Socket())
-		if errors.Is(err, os.ErrNotExist) && syscall.Kill(st.Pid, 0) == syscall.ESRCH {
+		if errors.Is(err, os.ErrNotExist) && daemon.Exited(st.Pid) {
 			fmt.Fprintf(os.Stderr, "cowfs: unmounted %s\n", st.Mountpoint)
 			return nil
 		}

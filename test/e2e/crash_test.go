@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cowfs/cowfs/daemon"
 )
 
 // kill -9 of the daemon mid-turn loses nothing: after a restart every
@@ -22,7 +24,7 @@ func TestKillDuringTurn(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; syscall.Kill(pid, 0) == nil; i++ {
+	for i := 0; !daemon.Exited(pid); i++ {
 		if i > 100 {
 			t.Fatalf("daemon %d survived SIGKILL", pid)
 		}

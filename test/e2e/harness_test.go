@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/daemon"
 	"github.com/cowfs/cowfs/test/testenv"
 )
 
@@ -202,12 +203,12 @@ func mounted(path string) bool {
 // waitExit waits up to d for process pid (a daemon this test started,
 // not its child) to exit, and reports whether it did.
 func waitExit(pid int, d time.Duration) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if daemon.Exited(pid) {
 			return true
 		}
 	}
-	return syscall.Kill(pid, 0) != nil
+	return daemon.Exited(pid)
 }
 
 // pauseRollbacks makes the daemons mount starts pause every rollback

@@ -1,0 +1,26 @@
+package daemon
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// Exited reports whether process pid has exited: it is gone, or a
+// zombie its parent has not reaped yet. A daemon started in the
+// background is reparented when its starter exits, and what reaps it
+// then (init, a container's first process) may take its time: waiting
+// for the pid to vanish would wait for that, not for the daemon.
+func Exited(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
