@@ -59,18 +59,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	rec.Stored += int64(len(val) + 9)
 	val = encodeRecord(val[:0], rec)
 
-	err := j.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(recordKey(rec.Seq), val); err != nil {
-			return err
-		}
-		for _, c := range rec.Chunks {
-			if err := txn.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := j.commitRecord(rec, val); err != nil {
 		if errors.Is(err, badger.ErrDBClosed) {
 			return ErrClosed
 		}
@@ -101,6 +90,39 @@ func (j *Journal) checkSpace(need int64) error {
 	return nil
 }
 
+// commitRecord commits a record and its references to chunks, in one
+// transaction if Badger takes it. A record with too many chunks for one
+// has its references committed first, in batches: a crash before the
+// record leaves references of a record that does not exist, which Open
+// deletes (sweepOrphanChunks); never a record whose chunks may vanish.
+func (j *Journal) commitRecord(rec *Record, val []byte) error {
+	err := j.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(recordKey(rec.Seq), val); err != nil {
+			return err
+		}
+		for _, c := range rec.Chunks {
+			if err := txn.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, badger.ErrTxnTooBig) {
+		return err
+	}
+	wb := j.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, c := range rec.Chunks {
+		if err := wb.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
+			return err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return j.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(rec.Seq), val) })
+}
+
 // Record returns the record with sequence seq.
 func (j *Journal) Record(seq uint64) (*Record, error) {
 	var rec *Record
@@ -128,19 +150,16 @@ func (j *Journal) Discard(rec *Record) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	j.content.RLock()
-	defer j.content.RUnlock()
-	return j.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Delete(recordKey(rec.Seq)); err != nil {
-			return err
-		}
-		for _, c := range rec.Chunks {
-			if err := txn.Delete(refKey(c.Hash, rec.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	// The record goes first: a crash after it leaves references of a
+	// record that does not exist, which Open deletes.
+	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Delete(recordKey(rec.Seq)) }); err != nil {
+		return fmt.Errorf("journal: discard record: %w", err)
+	}
+	keys := make([][]byte, len(rec.Chunks))
+	for i, c := range rec.Chunks {
+		keys[i] = refKey(c.Hash, rec.Seq)
+	}
+	return j.deleteKeys(keys)
 }
 
 // Scan calls fn for every record with from <= seq < to, in sequence

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 1
+const FormatVersion = 2
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -59,6 +59,9 @@ type Journal struct {
 	// committed.
 	content sync.RWMutex
 
+	packs     *packs     // where content lives (pack.go)
+	reclaimMu sync.Mutex // one reclaim at a time (reclaim.go)
+
 	notify notifier
 
 	enc *zstd.Encoder
@@ -86,6 +89,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j := &Journal{db: db, dir: dir, lock: lock, opts: opts, log: opts.Logger}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
+	}
+	if j.packs, err = openPacks(dir, opts.Sync); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
 	}
 	if err := j.init(); err != nil {
 		db.Close()
@@ -163,6 +171,9 @@ func (j *Journal) initMeta() error {
 		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
 			return fmt.Errorf("%w: unreadable metadata: %v", ErrFormat, err)
 		}
+		if m.Format == 1 {
+			return fmt.Errorf("%w: journal has format 1, which kept content inside Badger and never gave its space back; this cowfs reads format %d. Unmount with the cowfs that made it, then delete the journal directory %s (the undo history goes with it)", ErrFormat, FormatVersion, j.dir)
+		}
 		if m.Format != FormatVersion {
 			return fmt.Errorf("%w: journal has format %d, this cowfs reads %d", ErrFormat, m.Format, FormatVersion)
 		}
@@ -231,6 +242,9 @@ func (j *Journal) Close() error {
 		case <-time.After(brokenCloseWait):
 			err = fmt.Errorf("gave up waiting for Badger to close an unusable journal")
 		}
+	}
+	if perr := j.packs.close(); err == nil && perr != nil {
+		err = perr
 	}
 	j.enc.Close()
 	j.dec.Close()

@@ -53,3 +53,6 @@ func refPrefix(h [32]byte) []byte {
 func refKey(h [32]byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(refPrefix(h), seq)
 }
+
+// refSeq returns the record sequence in a key made by refKey.
+func refSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k[33:41]) }

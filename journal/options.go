@@ -54,18 +54,21 @@ func (o Options) window() int {
 // badgerOptions tunes Badger for a small embedded journal. The
 // defaults are sized for a database server: 64 MiB memtables, five of
 // them, a 256 MiB block cache, 1 GiB value-log files — about 84 MB
-// resident at open. A journal holds a few thousand small records and
-// content that is written once and rarely read, so:
+// resident at open. Content lives in pack files (pack.go); Badger holds
+// records, turns and the chunk index, a few hundred bytes a change, so:
 //
-//   - memtables of 8 MiB, two of them: a batch may be up to 15% of a
-//     memtable, and content is committed in batches of batchBytes
-//     (~1 MiB) anyway;
-//   - values over 512 bytes (content chunks) go to the value log, so
-//     the LSM tree holds only records and keys and compacts cheaply;
-//   - no block cache and no Badger compression: chunks are zstd
-//     compressed already, and records are read in short scans;
-//   - 64 MiB value-log files, so garbage collection after a prune
-//     can give space back in reasonable steps.
+//   - memtables of 8 MiB, two of them (a batch may be up to 15% of a
+//     memtable; index entries are committed in batches that fit);
+//   - values up to 64 KiB stay in the LSM tree, whose compactions drop
+//     deleted keys and give their space back. Badger's value log does
+//     not: it reclaims a file only when compactions have reported its
+//     values discarded, and never the file it is writing (measured: 36
+//     turns of 4 MiB each grew it to 144 MiB with a window of 10). Only
+//     a record of a pre-image over ~600 MiB or the plan of a large
+//     rollback reaches it, in files of 16 MiB so garbage collection can
+//     take them in small steps;
+//   - no block cache and no Badger compression: records are read in
+//     short scans.
 func badgerOptions(dir string, o Options) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger}).
@@ -80,8 +83,8 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithBaseTableSize(2 << 20).
 		WithBaseLevelSize(8 << 20).
 		WithNumCompactors(2).
-		WithValueThreshold(512).
-		WithValueLogFileSize(64 << 20).
+		WithValueThreshold(64 << 10).
+		WithValueLogFileSize(16 << 20).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
 		WithCompression(options.None).

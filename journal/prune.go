@@ -9,8 +9,9 @@ import (
 
 // Prune drops the turns that have left the window, every record before
 // the oldest kept turn, the chunks only those records referenced and the
-// rollback markers of dropped turns; then it runs value-log garbage
-// collection so Badger gives the space back.
+// rollback markers of dropped turns; then it gives back the space of
+// content no record needs (reclaim.go) and runs Badger's value-log
+// garbage collection for its own files.
 //
 // dropAside is called with every aside name the dropped records hold,
 // before the records go: the caller frees the inodes kept aside. An
@@ -26,6 +27,18 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 	if j.closed.Load() {
 		return ErrClosed
 	}
+	if err := j.leaveWindow(dropAside); err != nil {
+		return err
+	}
+	if err := j.reclaim(); err != nil {
+		return err
+	}
+	j.collectGarbage()
+	return nil
+}
+
+// leaveWindow drops what has left the window (see Prune).
+func (j *Journal) leaveWindow(dropAside func(name string) error) error {
 	turns, err := j.Turns()
 	if err != nil {
 		return err
@@ -75,7 +88,6 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 		return err
 	}
 	j.log.Info("journal: pruned", "records", len(recs), "before_turn", turns[0].Num)
-	j.collectGarbage()
 	return nil
 }
 
@@ -118,7 +130,8 @@ func (j *Journal) dropRecords(recs []*Record) error {
 
 // collectGarbage rewrites value-log files whose content is mostly
 // deleted. Badger reclaims nothing unless asked, one file per call,
-// until it answers ErrNoRewrite.
+// until it answers ErrNoRewrite. Content is not in Badger; only values
+// over the value threshold (options.go) reach its value log.
 func (j *Journal) collectGarbage() {
 	for i := 0; i < 64; i++ {
 		err := j.db.RunValueLogGC(0.5)
