@@ -67,8 +67,11 @@ func (o Options) window() int {
 //     a record of a pre-image over ~600 MiB or the plan of a large
 //     rollback reaches it, in files of 16 MiB so garbage collection can
 //     take them in small steps;
-//   - no block cache and no Badger compression: records are read in
-//     short scans.
+//   - Snappy compression of the LSM tree's blocks, with the 4 MiB
+//     block cache Badger then needs: records repeat paths and command
+//     names, and compressed they take a third of the space (measured:
+//     100 turns of 10,000 removes with a window of 10 held 19-32 MiB
+//     without, 8-10 MiB with, most of it the 8 MiB memtable log).
 func badgerOptions(dir string, o Options) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger}).
@@ -85,9 +88,9 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithNumCompactors(2).
 		WithValueThreshold(64 << 10).
 		WithValueLogFileSize(16 << 20).
-		WithBlockCacheSize(0).
+		WithBlockCacheSize(4 << 20).
 		WithIndexCacheSize(0).
-		WithCompression(options.None).
+		WithCompression(options.Snappy).
 		WithNumGoroutines(2)
 }
 
