@@ -106,6 +106,10 @@ type Status struct {
 	LatestTurn uint64 `json:"latest_turn,omitempty"`
 
 	JournalBytes int64 `json:"journal_bytes"` // on disk
+	// ContentBytes is the compressed content the window's records
+	// need; the journal takes about this plus Badger's files.
+	ContentBytes int64 `json:"content_bytes"`
+	FreeBytes    int64 `json:"free_bytes"` // free on the journal's filesystem
 	// JournalError says why the journal became unusable (its directory
 	// deleted, its filesystem read-only): changes that need a record
 	// fail with EIO until the daemon is restarted on a usable journal.

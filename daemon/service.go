@@ -29,7 +29,11 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
 		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
-		JournalBytes: d.j.Size(),
+	}
+	if u, err := d.j.Usage(); err == nil {
+		st.JournalBytes, st.ContentBytes, st.FreeBytes = u.Bytes, u.Content, u.Free
+	} else {
+		st.JournalBytes = d.j.Size()
 	}
 	if err := d.j.Broken(); err != nil {
 		st.JournalError = err.Error()

@@ -277,19 +277,3 @@ func (j *Journal) lockGate() bool {
 
 // brokenCloseWait bounds Close of an unusable journal.
 const brokenCloseWait = 3 * time.Second
-
-// Size returns the bytes the journal's files take on disk (allocated
-// blocks: Badger's files are sparse until written).
-func (j *Journal) Size() int64 {
-	var n int64
-	filepath.WalkDir(j.dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			var st syscall.Stat_t
-			if syscall.Lstat(p, &st) == nil {
-				n += st.Blocks * 512
-			}
-		}
-		return nil
-	})
-	return n
-}

@@ -47,6 +47,7 @@ func runStatus(opts statusOptions) error {
 		sync = ", fsync on every commit"
 	}
 	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, humanBytes(st.JournalBytes), sync)
+	fmt.Printf("space:       %s of content the window needs; %s free\n", humanBytes(st.ContentBytes), humanBytes(st.FreeBytes))
 	if st.JournalError != "" {
 		fmt.Printf("JOURNAL UNUSABLE: %s; changes through the mount fail until cowfs is restarted on a usable journal\n", st.JournalError)
 	}
