@@ -40,13 +40,16 @@ func cut(b []byte) int {
 	if len(b) <= MinChunk {
 		return len(b)
 	}
-	n := min(len(b), ChunkSize)
+	b = b[:min(len(b), ChunkSize)]
 	var h uint64
-	for i := MinChunk - 64; i < n; i++ {
-		h = h<<1 + gear[b[i]]
-		if i >= MinChunk && h&cutMask == 0 {
-			return i + 1
+	for _, c := range b[MinChunk-64 : MinChunk] {
+		h = h<<1 + gear[c]
+	}
+	for i, c := range b[MinChunk:] {
+		h = h<<1 + gear[c]
+		if h&cutMask == 0 {
+			return MinChunk + i + 1
 		}
 	}
-	return n
+	return len(b)
 }
