@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -24,11 +23,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	need := int64(4096)
-	if rec.Kind == KindData {
-		need += rec.Len
-	}
-	if err := j.checkSpace(need); err != nil {
+	if err := j.room(g, need(rec)); err != nil {
 		return err
 	}
 	j.content.RLock()
@@ -65,28 +60,8 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 		}
 		return fmt.Errorf("journal: commit record: %w", err)
 	}
+	j.used.Add(rec.Stored)
 	j.wake()
-	return nil
-}
-
-// checkSpace fails with ErrNoSpace unless need bytes can be stored and
-// the reserve still kept.
-func (j *Journal) checkSpace(need int64) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
-		// The directory is gone or unreadable: nothing more can be
-		// recorded there. The health check says best why.
-		err = fmt.Errorf("statfs %s: %w", j.dir, err)
-		if cerr := j.check(); cerr != nil {
-			err = cerr
-		}
-		j.fail(err)
-		return j.Broken()
-	}
-	free := int64(st.Bavail) * st.Bsize
-	if free-need < j.opts.reserve() {
-		return fmt.Errorf("%w (%w): %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, syscall.ENOSPC, free, need, j.opts.reserve())
-	}
 	return nil
 }
 

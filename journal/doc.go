@@ -55,6 +55,13 @@
 // turns with every record before the first kept turn, deletes the
 // chunks no remaining record references, and reclaims their packs.
 //
+// # Space
+//
+// The journal stays under Options.MaxSize and keeps a reserve free on
+// its filesystem; past either, the oldest turns leave the window early
+// (space.go), and a record that still does not fit is refused with
+// ErrNoSpace, so the change it records fails with ENOSPC.
+//
 // This package knows nothing of FUSE or of the workspace's files; it
 // imports Badger, zstd and the standard library only.
 package journal

@@ -61,6 +61,13 @@ type Journal struct {
 
 	packs     *packs     // where content lives (pack.go)
 	reclaimMu sync.Mutex // one reclaim at a time (reclaim.go)
+	pruneMu   sync.Mutex // one prune at a time, early or not (space.go)
+
+	// Running estimates of the bytes on disk and of Badger's tables,
+	// measured at open and after each reclaim, counted up by appends
+	// between (space.go).
+	used, lsm atomic.Int64
+	dropAside atomic.Pointer[func(string) error]
 
 	notify notifier
 
@@ -154,7 +161,11 @@ func (j *Journal) init() error {
 	if err := j.loadCounters(); err != nil {
 		return err
 	}
-	return j.sweepOrphanChunks()
+	if err := j.sweepOrphanChunks(); err != nil {
+		return err
+	}
+	j.remeasure()
+	return nil
 }
 
 func (j *Journal) initMeta() error {

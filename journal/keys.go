@@ -17,6 +17,7 @@ const (
 	prefixGone        = 'g' // ids of turns that left the window (gone.go)
 	prefixFingerprint = 'f' // path -> what a rescan last saw there (fingerprint.go)
 	prefixScanned     = 'S' // the sequence number the last rescan accounted for
+	prefixEarly       = 'E' // when turns last left the window early (space.go)
 )
 
 var metaKey = []byte{prefixMeta}

@@ -11,8 +11,8 @@ import (
 // DefaultWindow is how many turns a journal keeps unless told otherwise.
 const DefaultWindow = 10
 
-// DefaultReserve is the free space kept on the journal's filesystem.
-const DefaultReserve = 64 << 20
+// DefaultMaxSize is the size bound of a journal unless told otherwise.
+const DefaultMaxSize = 8 << 30
 
 // Options configure a journal.
 type Options struct {
@@ -24,12 +24,16 @@ type Options struct {
 	// returns, not only in the kernel's page cache.
 	Sync bool
 
+	// MaxSize bounds the bytes the journal takes on disk: when a record
+	// would not fit, the oldest turns leave the window early (space.go).
+	// Zero means DefaultMaxSize; negative, no bound but free space.
+	MaxSize int64
+
 	// Reserve is the free space, in bytes, the journal's filesystem
-	// must keep after a record is stored; an Append that would eat into
-	// it fails with ErrNoSpace instead. Zero means DefaultReserve.
-	// Badger writes through memory mappings, and a write to a mapping
-	// on a full filesystem kills the process (SIGBUS) instead of
-	// returning an error: the reserve keeps the journal far from that.
+	// must keep after a record is stored: Badger writes through memory
+	// mappings, and a write to a mapping on a full filesystem kills the
+	// process (SIGBUS) instead of returning an error. Zero means what
+	// Badger may write before the next check (space.go).
 	Reserve int64
 
 	// Logger receives Badger's warnings and the journal's own notes.
@@ -37,12 +41,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-func (o Options) reserve() int64 {
-	if o.Reserve <= 0 {
-		return DefaultReserve
+func (o Options) maxSize() int64 {
+	switch {
+	case o.MaxSize == 0:
+		return DefaultMaxSize
+	case o.MaxSize < 0:
+		return 0
 	}
-	return o.Reserve
+	return o.MaxSize
 }
+
+// memTableSize is the size of Badger's memtables.
+const memTableSize = 8 << 20
 
 func (o Options) window() int {
 	if o.Window <= 0 {
@@ -79,7 +89,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithMetricsEnabled(false).
 		WithDetectConflicts(false).
 		WithNumVersionsToKeep(1).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).

@@ -27,7 +27,9 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 	if j.closed.Load() {
 		return ErrClosed
 	}
-	if err := j.leaveWindow(dropAside); err != nil {
+	j.pruneMu.Lock()
+	defer j.pruneMu.Unlock()
+	if err := j.leaveWindow(j.opts.window(), PruneWindow, dropAside, false); err != nil {
 		return err
 	}
 	if err := j.reclaim(); err != nil {
@@ -37,13 +39,14 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 	return nil
 }
 
-// leaveWindow drops what has left the window (see Prune).
-func (j *Journal) leaveWindow(dropAside func(name string) error) error {
+// leaveWindow drops all turns but the latest keep, and everything
+// before them (see Prune), for reason (a turn_pruned event says so).
+// gateHeld says the caller holds the gate, shared.
+func (j *Journal) leaveWindow(keep int, reason string, dropAside func(name string) error, gateHeld bool) error {
 	turns, err := j.Turns()
 	if err != nil {
 		return err
 	}
-	keep := j.opts.window()
 	if len(turns) == 0 || (len(turns) <= keep && turns[0].Num == 1) {
 		return nil // nothing has ever left the window
 	}
@@ -57,11 +60,19 @@ func (j *Journal) leaveWindow(dropAside func(name string) error) error {
 		if err := j.rememberGone(gone, turns[0].Num); err != nil {
 			return err
 		}
+		if err := j.deleteKeys(drop); err != nil {
+			return err
+		}
+		// Reported after the fact: a crash before leaves the turns
+		// gone unreported, never reported and still there.
+		if err := j.reportPruned(gone, reason, gateHeld); err != nil {
+			return err
+		}
+		if reason != PruneWindow {
+			j.log.Warn("journal: turns left the window early", "reason", reason, "through", gone[len(gone)-1].Num)
+		}
 	}
 	cutoff := turns[0].StartSeq
-	if err := j.deleteKeys(drop); err != nil {
-		return err
-	}
 	if err := j.dropMarkersBefore(turns[0].Num); err != nil {
 		return err
 	}
@@ -88,6 +99,20 @@ func (j *Journal) leaveWindow(dropAside func(name string) error) error {
 		return err
 	}
 	j.log.Info("journal: pruned", "records", len(recs), "before_turn", turns[0].Num)
+	return nil
+}
+
+// reportPruned journals a turn_pruned event for each turn in gone.
+func (j *Journal) reportPruned(gone []Turn, reason string, gateHeld bool) error {
+	if !gateHeld {
+		j.gate.RLock()
+		defer j.gate.RUnlock()
+	}
+	for _, t := range gone {
+		if err := j.appendEvent(0, "", EventTurnPruned, prunedEvent{Turn: t.Num, ID: t.ID, Reason: reason}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -52,6 +52,7 @@ type packUse struct {
 func (j *Journal) reclaim() error {
 	j.reclaimMu.Lock()
 	defer j.reclaimMu.Unlock()
+	defer j.remeasure()
 	j.content.Lock()
 	sealed, err := j.packs.seal()
 	j.content.Unlock()

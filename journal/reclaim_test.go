@@ -2,6 +2,9 @@ package journal
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,11 +20,11 @@ func noAside(string) error { return nil }
 // randomBytes returns n bytes that do not compress, the same for a seed.
 func randomBytes(seed uint64, n int) []byte {
 	r := rand.New(rand.NewPCG(seed, 7))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
 	}
-	return b
+	return b[:n]
 }
 
 // addTurn journals a turn whose records hold the given contents (path
@@ -216,4 +219,90 @@ func reclaimKilledChild(dir, step string) {
 	}
 	fmt.Println("the reclaim ended without reaching", step, err)
 	os.Exit(1)
+}
+
+// prunedEvents returns the turn_pruned events journaled, in order.
+func prunedEvents(t testing.TB, j *Journal) []prunedEvent {
+	t.Helper()
+	var out []prunedEvent
+	err := j.Scan(0, 0, false, func(r *Record) error {
+		if r.Kind == KindEvent && r.Path == EventTurnPruned {
+			var p prunedEvent
+			if err := json.Unmarshal(r.Detail, &p); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Past the size bound, the oldest turns leave the window early, oldest
+// first, each reported; a record that does not fit even then is refused
+// with ENOSPC, and the open turn stays.
+func TestMaxSize(t *testing.T) {
+	const mib = 1 << 20
+	j := TestJournal(t, Options{Window: 10, MaxSize: 24 * mib, Reserve: 1})
+	j.SetDropAside(noAside)
+	for turn := uint64(1); turn <= 8; turn++ {
+		addTurn(t, j, map[string][]byte{"u": randomBytes(turn, 4*mib)})
+		if size := j.Size(); size > 24*mib {
+			t.Fatalf("turn %d: journal takes %d bytes, over its bound", turn, size)
+		}
+	}
+	ts, _ := j.Turns()
+	if len(ts) >= 8 || len(ts) < 3 || ts[len(ts)-1].Num != 8 {
+		t.Fatalf("turns in the window: %+v", ts)
+	}
+	t.Logf("turns %d to %d in the window, journal %d bytes", ts[0].Num, ts[len(ts)-1].Num, j.Size())
+	ev := prunedEvents(t, j)
+	if len(ev) != int(ts[0].Num-1) {
+		t.Fatalf("%d turn_pruned events for %d turns gone", len(ev), ts[0].Num-1)
+	}
+	for i, e := range ev {
+		if e.Turn != uint64(i+1) || e.Reason != PruneMaxSize {
+			t.Fatalf("event %d: %+v", i, e)
+		}
+	}
+	if e, ok := j.LastEarlyPrune(); !ok || e.Through != ts[0].Num-1 || e.Reason != PruneMaxSize {
+		t.Fatalf("last early prune: %+v %v", e, ok)
+	}
+	checkRecords(t, j, func(r *Record) []byte { return randomBytes(r.Turn, 4*mib) })
+
+	// A pre-image larger than the bound is refused at once: no turn
+	// leaves for it.
+	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := j.Turns()
+	g := j.Enter()
+	err := j.Append(g, &Record{Kind: KindData, Path: "huge", Len: 30 * mib}, bytes.NewReader(randomBytes(99, 30*mib)))
+	g.Leave()
+	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append over the bound: %v", err)
+	}
+	if ts, _ = j.Turns(); len(ts) != len(before) {
+		t.Fatalf("turns left: %+v", ts)
+	}
+	// One that fits once every older turn is gone: they go, it fits.
+	g = j.Enter()
+	err = j.Append(g, &Record{Kind: KindData, Path: "large", Len: 20 * mib}, bytes.NewReader(randomBytes(98, 20*mib)))
+	g.Leave()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ = j.Turns(); len(ts) != 1 || !ts[0].Open() {
+		t.Fatalf("turns left: %+v", ts)
+	}
+	// Small records still fit.
+	g = j.Enter()
+	err = j.Append(g, &Record{Kind: KindCreate, Path: "small"}, nil)
+	g.Leave()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

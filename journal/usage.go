@@ -38,11 +38,7 @@ func (j *Journal) Usage() (Usage, error) {
 		return u, err
 	}
 	u.Packs = len(ps)
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
-		return u, fmt.Errorf("journal: usage: %w", err)
-	}
-	u.Free = int64(st.Bavail) * st.Bsize
+	u.Free = j.free()
 	return u, nil
 }
 
