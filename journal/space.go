@@ -107,11 +107,11 @@ func (j *Journal) room(g Gate, n int64) error {
 }
 
 // fits says why n more bytes do not fit ("" if they do), and in words.
-// A rollback's own records (rollback set) may take the journal past
-// its size bound: they are what makes the rollback undoable, and they
-// go when the next turn begins.
-func (j *Journal) fits(n int64, rollback bool) (why, detail string, err error) {
-	if max := j.opts.maxSize(); max > 0 && !rollback {
+// Records made under the exclusive gate (exclusive set) may take the
+// journal past its size bound: a rollback's own make it undoable and go
+// when the next turn begins; a rescan's are small.
+func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) {
+	if max := j.opts.maxSize(); max > 0 && !exclusive {
 		if used := j.used.Load(); used+n > max {
 			return PruneMaxSize, fmt.Sprintf("the journal takes %d bytes, %d more may be needed, and --max-journal-size is %d", used, n, max), nil
 		}
