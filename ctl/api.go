@@ -50,6 +50,8 @@ type TurnList struct {
 	// OutsideTurns counts paths changed through the mount while no turn
 	// was open, in the window.
 	OutsideTurns int `json:"outside_turns"`
+	// PrunedEarly: as in Status.
+	PrunedEarly *PrunedEarly `json:"pruned_early,omitempty"`
 }
 
 // Change is the net effect of a turn on one path.
@@ -106,6 +108,15 @@ type Status struct {
 	LatestTurn uint64 `json:"latest_turn,omitempty"`
 
 	JournalBytes int64 `json:"journal_bytes"` // on disk
+	// ContentBytes is the compressed content the window's records
+	// need; the journal takes about this plus Badger's files.
+	ContentBytes int64 `json:"content_bytes"`
+	FreeBytes    int64 `json:"free_bytes"` // free on the journal's filesystem
+	// MaxJournalBytes is the size bound (--max-journal-size); 0: none.
+	MaxJournalBytes int64 `json:"max_journal_bytes"`
+	// PrunedEarly, if turns left the window early since the oldest
+	// turn in it began: when, up to which turn, and why.
+	PrunedEarly *PrunedEarly `json:"pruned_early,omitempty"`
 	// JournalError says why the journal became unusable (its directory
 	// deleted, its filesystem read-only): changes that need a record
 	// fail with EIO until the daemon is restarted on a usable journal.
@@ -282,6 +293,9 @@ const (
 	EventStep      = "step" // a step began: its id is in step
 	EventRollback  = "rollback"
 	EventUnrevert  = "unrevert"
+	// EventTurnPruned says a turn left the window: turn and id name it,
+	// reason says why (PrunedWindow, PrunedMaxSize, PrunedDiskFull).
+	EventTurnPruned = "turn_pruned"
 	// EventGap says events before seq have left the window: a client
 	// asked for them with ?since but they are gone.
 	EventGap = "gap"
@@ -289,6 +303,20 @@ const (
 	// why); it ends a followed stream.
 	EventJournalError = "journal_error"
 )
+
+// Why a turn left the window (turn_pruned events, PrunedEarly).
+const (
+	PrunedWindow   = "window"           // the window's newer turns filled it
+	PrunedMaxSize  = "max_journal_size" // the journal reached --max-journal-size
+	PrunedDiskFull = "disk_full"        // the journal's filesystem was full
+)
+
+// PrunedEarly says when turns last left the window before their time.
+type PrunedEarly struct {
+	Through uint64    `json:"through"` // the newest turn that left
+	Reason  string    `json:"reason"`  // PrunedMaxSize or PrunedDiskFull
+	Time    time.Time `json:"time"`
+}
 
 // Event is one line of GET /v1/events.
 type Event struct {
@@ -312,9 +340,12 @@ type Event struct {
 	// Outside: found changed outside the mount (no pid, uid, command).
 	Outside bool `json:"outside,omitempty"`
 
-	// turn_begin.
+	// turn_begin; turn_pruned (id).
 	ID     string `json:"id,omitempty"`
 	Anchor string `json:"anchor,omitempty"`
+
+	// turn_pruned.
+	Reason string `json:"reason,omitempty"`
 
 	// rollback, unrevert.
 	Rollback uint64          `json:"rollback,omitempty"`

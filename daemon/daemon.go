@@ -21,16 +21,22 @@ import (
 	"github.com/cowfs/cowfs/rescan"
 )
 
+// DefaultMaxJournalSize is the journal's size bound unless told otherwise.
+const DefaultMaxJournalSize = journal.DefaultMaxSize
+
 // Options configure a daemon.
 type Options struct {
 	Workspace  string // the backing directory
 	Mountpoint string // where to mount the view; empty: over Workspace, in place
 	JournalDir string // empty: in the state directory
 	Window     int    // turns kept; 0: journal.DefaultWindow
-	Sync       bool   // fsync every journal commit
-	Logger     *slog.Logger
-	Debug      bool // log every FUSE request
-	Version    string
+	// MaxJournalSize bounds the journal's size (journal.Options.MaxSize:
+	// 0 means DefaultMaxJournalSize, negative no bound).
+	MaxJournalSize int64
+	Sync           bool // fsync every journal commit
+	Logger         *slog.Logger
+	Debug          bool // log every FUSE request
+	Version        string
 	// CacheTimeout bounds the kernel's caching (see fs.Config).
 	CacheTimeout time.Duration
 }
@@ -124,7 +130,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 
-	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, Sync: opts.Sync, Logger: log}); err != nil {
+	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, MaxSize: opts.MaxJournalSize, Sync: opts.Sync, Logger: log}); err != nil {
 		return nil, err
 	}
 
@@ -153,6 +159,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
 		return nil, err
 	}
+	d.j.SetDropAside(d.area.Drop)
 	// Finish a rollback and a prune a crash interrupted, before
 	// anything new happens; then find what changed while cowfs was not
 	// running.

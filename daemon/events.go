@@ -73,6 +73,14 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		}
 		json.Unmarshal(r.Detail, &d)
 		e.ID, e.Anchor = d.ID, d.Anchor
+		if r.Path == journal.EventTurnPruned {
+			var p struct {
+				Turn   uint64
+				Reason string
+			}
+			json.Unmarshal(r.Detail, &p)
+			e.Turn, e.Reason = p.Turn, p.Reason
+		}
 		if r.Path == journal.EventRollback || r.Path == journal.EventUnrevert {
 			e.Rollback, e.Target, e.Marker, e.Failure = d.Rollback, d.Target, d.Marker, d.Failure
 			counts := d.Counts

@@ -29,8 +29,13 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
 		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
-		JournalBytes: d.j.Size(),
 	}
+	if u, err := d.j.Usage(); err == nil {
+		st.JournalBytes, st.ContentBytes, st.FreeBytes = u.Bytes, u.Content, u.Free
+	} else {
+		st.JournalBytes = d.j.Size()
+	}
+	st.MaxJournalBytes = d.j.MaxSize()
 	if err := d.j.Broken(); err != nil {
 		st.JournalError = err.Error()
 	}
@@ -42,6 +47,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	if len(ts) > 0 {
 		st.OldestTurn, st.LatestTurn = ts[0].Num, ts[len(ts)-1].Num
 	}
+	st.PrunedEarly = s.prunedEarly(ts)
 	if rbs, err := d.j.Rollbacks(); err == nil {
 		st.Unrevertable = len(rbs)
 	}
@@ -122,7 +128,18 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 		return nil
 	})
 	list.OutsideTurns = len(visible(journal.Changes(idle)))
+	list.PrunedEarly = s.prunedEarly(ts)
 	return list, err
+}
+
+// prunedEarly says why the window holds fewer turns than it keeps, if
+// turns left it early (journal/space.go) right before the oldest in ts.
+func (s *service) prunedEarly(ts []journal.Turn) *ctl.PrunedEarly {
+	e, ok := s.d.j.LastEarlyPrune()
+	if !ok || len(ts) > 0 && e.Through+1 < ts[0].Num {
+		return nil
+	}
+	return &ctl.PrunedEarly{Through: e.Through, Reason: e.Reason, Time: e.Time}
 }
 
 func (s *service) Turn(ctx context.Context, ref, step string) (ctl.TurnDetail, error) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -24,11 +23,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	need := int64(recordOverhead)
-	if rec.Kind == KindData {
-		need += rec.Len
-	}
-	if err := j.checkSpace(need); err != nil {
+	if err := j.room(g, need(rec)); err != nil {
 		return err
 	}
 	j.content.RLock()
@@ -59,6 +54,23 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	rec.Stored += int64(len(val) + 9)
 	val = encodeRecord(val[:0], rec)
 
+	if err := j.commitRecord(rec, val); err != nil {
+		if errors.Is(err, badger.ErrDBClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("journal: commit record: %w", err)
+	}
+	j.used.Add(rec.Stored)
+	j.wake()
+	return nil
+}
+
+// commitRecord commits a record and its references to chunks, in one
+// transaction if Badger takes it. A record with too many chunks for one
+// has its references committed first, in batches: a crash before the
+// record leaves references of a record that does not exist, which Open
+// deletes (sweepOrphanChunks); never a record whose chunks may vanish.
+func (j *Journal) commitRecord(rec *Record, val []byte) error {
 	err := j.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(recordKey(rec.Seq), val); err != nil {
 			return err
@@ -70,39 +82,20 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 		}
 		return nil
 	})
-	if err != nil {
-		if errors.Is(err, badger.ErrDBClosed) {
-			return ErrClosed
+	if !errors.Is(err, badger.ErrTxnTooBig) {
+		return err
+	}
+	wb := j.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, c := range rec.Chunks {
+		if err := wb.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
+			return err
 		}
-		return fmt.Errorf("journal: commit record: %w", err)
 	}
-	j.wake()
-	return nil
-}
-
-// recordOverhead is what a record may take in the journal besides its
-// content: its key and encoding, with room for long paths.
-const recordOverhead = 4096
-
-// checkSpace fails with ErrNoSpace unless need bytes can be stored and
-// the reserve still kept.
-func (j *Journal) checkSpace(need int64) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
-		// The directory is gone or unreadable: nothing more can be
-		// recorded there. The health check says best why.
-		err = fmt.Errorf("statfs %s: %w", j.dir, err)
-		if cerr := j.check(); cerr != nil {
-			err = cerr
-		}
-		j.fail(err)
-		return j.Broken()
+	if err := wb.Flush(); err != nil {
+		return err
 	}
-	free := int64(st.Bavail) * st.Bsize
-	if free-need < j.opts.reserve() {
-		return fmt.Errorf("%w (%w): %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, syscall.ENOSPC, free, need, j.opts.reserve())
-	}
-	return nil
+	return j.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(rec.Seq), val) })
 }
 
 // Record returns the record with sequence seq.
@@ -132,19 +125,16 @@ func (j *Journal) Discard(rec *Record) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	j.content.RLock()
-	defer j.content.RUnlock()
-	return j.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Delete(recordKey(rec.Seq)); err != nil {
-			return err
-		}
-		for _, c := range rec.Chunks {
-			if err := txn.Delete(refKey(c.Hash, rec.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	// The record goes first: a crash after it leaves references of a
+	// record that does not exist, which Open deletes.
+	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Delete(recordKey(rec.Seq)) }); err != nil {
+		return fmt.Errorf("journal: discard record: %w", err)
+	}
+	keys := make([][]byte, len(rec.Chunks))
+	for i, c := range rec.Chunks {
+		keys[i] = refKey(c.Hash, rec.Seq)
+	}
+	return j.deleteKeys(keys)
 }
 
 // Scan calls fn for every record with from <= seq < to, in sequence

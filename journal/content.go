@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -10,90 +9,122 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-const (
-	// ChunkSize is the most uncompressed bytes one chunk holds.
-	ChunkSize = 1 << 20
-	// batchBytes caps the compressed bytes one Badger transaction
-	// holds before it is committed: a pre-image of any size is
-	// stored with bounded memory and never hits ErrTxnTooBig.
-	batchBytes = 4 << 20
-)
-
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return &b }}
 
-// storeContent reads n bytes at off from src and stores them as
-// chunks. It returns the chunks and how many compressed bytes were new
-// to the journal. The caller holds j.content shared. If src ends before
-// off+n, the chunks cover what it had.
+// storeContent reads n bytes at off from src, cuts them into chunks
+// (chunker.go) and stores those the journal does not hold yet in the
+// pack being written (pack.go), indexed by hash. It returns the chunks
+// and how many bytes were new to the journal. The caller holds
+// j.content shared, so no chunk found present can be deleted before the
+// caller's record references it. If src ends before off+n, the chunks
+// cover what it had.
+//
+// Order, and why a crash anywhere is safe: a chunk's bytes are written
+// to its pack (and, with Options.Sync, fsynced) before its index entry
+// is committed, so an entry never names bytes that are not there;
+// entries are committed before the record that references them. A
+// crash before an entry is committed leaves bytes no entry names:
+// unused space, which reclaim gives back. A crash after leaves entries
+// no record references, which Open deletes.
 func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, error) {
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
+	buf := *bp
 	var chunks []Chunk
 	var stored int64
-	txn := j.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	pending := 0
-	for n > 0 {
-		want := min(int64(ChunkSize), n)
-		m, err := src.ReadAt((*bp)[:want], off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, fmt.Errorf("journal: read pre-image at %d: %w", off, err)
+	ix := j.newIndexWriter()
+	defer ix.discard()
+	have, eof := 0, false
+	for {
+		// Fill the buffer: a cut may only depend on what is read if
+		// the content ends there.
+		for !eof && n > 0 && have < len(buf) {
+			want := min(int64(len(buf)-have), n)
+			m, err := src.ReadAt(buf[have:have+int(want)], off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, 0, fmt.Errorf("journal: read pre-image at %d: %w", off, err)
+			}
+			have += m
+			off += int64(m)
+			n -= int64(m)
+			if int64(m) < want {
+				eof = true // src is shorter than asked: keep what it had
+			}
 		}
-		if m == 0 {
+		if have == 0 {
 			break
 		}
-		buf := (*bp)[:m]
-		c := Chunk{Hash: sha256.Sum256(buf), Size: uint32(m)}
+		b := buf[:cut(buf[:have])]
+		c := Chunk{Hash: hashOf(b), Size: uint32(len(b))}
 		chunks = append(chunks, c)
-		off += int64(m)
-		n -= int64(m)
-		if n > 0 && int64(m) < want {
-			n = 0 // src is shorter than asked: keep what it had
+		added, err := j.storeChunk(ix, c.Hash, b)
+		if err != nil {
+			return nil, 0, err
 		}
-
-		key := chunkKey(c.Hash)
-		if _, err := txn.Get(key); err == nil {
-			continue // stored already, by this or an earlier record
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
-			return nil, 0, fmt.Errorf("journal: look up chunk: %w", err)
-		}
-		z := j.enc.EncodeAll(buf, make([]byte, 0, len(buf)/2))
-		if err := txn.Set(key, z); err != nil {
-			return nil, 0, fmt.Errorf("journal: store chunk: %w", err)
-		}
-		stored += int64(len(z))
-		pending += len(z)
-		if pending >= batchBytes {
-			if err := txn.Commit(); err != nil {
-				return nil, 0, fmt.Errorf("journal: commit chunks: %w", err)
-			}
-			txn = j.db.NewTransaction(true)
-			pending = 0
+		stored += added
+		have = copy(buf, buf[len(b):have])
+	}
+	if j.opts.Sync {
+		if err := j.packs.flush(); err != nil {
+			return nil, 0, err
 		}
 	}
-	if err := txn.Commit(); err != nil {
-		return nil, 0, fmt.Errorf("journal: commit chunks: %w", err)
+	if err := ix.commit(); err != nil {
+		return nil, 0, err
 	}
 	return chunks, stored, nil
 }
 
+// storeChunk stores the chunk b of hash h unless the journal holds it,
+// and returns the bytes it added.
+//
+// Two changes storing the same new chunk at once may both write it;
+// the index then names one copy, and the other is unused space.
+func (j *Journal) storeChunk(ix *indexWriter, h [32]byte, b []byte) (int64, error) {
+	if ok, err := ix.has(h); err != nil || ok {
+		return 0, err
+	}
+	z := j.enc.EncodeAll(b, make([]byte, 0, len(b)/2))
+	l, err := j.packs.add(h, len(b), z)
+	if err != nil {
+		return 0, err
+	}
+	if err := ix.set(h, l); err != nil {
+		return 0, err
+	}
+	return l.size(), nil
+}
+
 // ReadChunk returns the uncompressed bytes of c.
 func (j *Journal) ReadChunk(c Chunk) ([]byte, error) {
-	var out []byte
+	// Shared: reclaim deletes a pack only under j.content exclusively,
+	// after the index moved every entry out of it, so the pack a
+	// location names is there until the read is done.
+	j.content.RLock()
+	defer j.content.RUnlock()
+	var l loc
 	err := j.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(chunkKey(c.Hash))
 		if err != nil {
 			return err
 		}
-		return item.Value(func(z []byte) error {
-			out, err = j.dec.DecodeAll(z, make([]byte, 0, c.Size))
+		return item.Value(func(v []byte) error {
+			l, err = decodeLoc(v)
 			return err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: chunk %x: %w", c.Hash[:6], err)
 	}
-	if len(out) != int(c.Size) || sha256.Sum256(out) != c.Hash {
+	z, err := j.packs.read(l, c.Hash)
+	if err != nil {
+		return nil, err
+	}
+	out, err := j.dec.DecodeAll(z, make([]byte, 0, c.Size))
+	if err != nil {
+		return nil, fmt.Errorf("%w: chunk %x: %v", ErrCorrupt, c.Hash[:6], err)
+	}
+	if len(out) != int(c.Size) || hashOf(out) != c.Hash {
 		return nil, fmt.Errorf("%w: chunk %x does not match its hash", ErrCorrupt, c.Hash[:6])
 	}
 	return out, nil
@@ -116,21 +147,46 @@ func (j *Journal) ReadContent(r *Record, fn func(off int64, b []byte) error) err
 	return nil
 }
 
-// sweepOrphanChunks deletes chunks no record references: what a crash
-// between storing a pre-image and committing its record leaves.
+// sweepOrphanChunks deletes what a crash between storing a pre-image
+// and committing its record leaves: references of records that do not
+// exist (a record with very many chunks commits its references first,
+// see Append), then index entries no record references. Their bytes in
+// packs become unused space, for reclaim.
 func (j *Journal) sweepOrphanChunks() error {
-	var orphans [][]byte
+	var refs, orphans [][]byte
 	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRef}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			_, err := txn.Get(recordKey(refSeq(it.Item().Key())))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				refs = append(refs, it.Item().KeyCopy(nil))
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: sweep chunks: %w", err)
+	}
+	if len(refs) > 0 {
+		j.log.Info("journal: dropping references of records that do not exist", "count", len(refs))
+		if err := j.deleteKeys(refs); err != nil {
+			return err
+		}
+	}
+	err = j.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixChunk}})
 		defer it.Close()
-		refs := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRef}})
-		defer refs.Close()
+		ri := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRef}})
+		defer ri.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var h [32]byte
 			copy(h[:], it.Item().Key()[1:])
 			p := refPrefix(h)
-			refs.Seek(p)
-			if !refs.ValidForPrefix(p) {
+			ri.Seek(p)
+			if !ri.ValidForPrefix(p) {
 				orphans = append(orphans, it.Item().KeyCopy(nil))
 			}
 		}
@@ -147,6 +203,9 @@ func (j *Journal) sweepOrphanChunks() error {
 
 // deleteKeys deletes keys in bounded batches.
 func (j *Journal) deleteKeys(keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
 	wb := j.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, k := range keys {

@@ -4,13 +4,14 @@
 //
 // # Layout
 //
-// Everything lives in one Badger database. Keys start with a one-byte
+// Records, turns and the index live in one Badger database; content
+// lives in pack files beside it (pack.go). Keys start with a one-byte
 // prefix; numbers are big-endian so keys sort in numeric order:
 //
 //	'M'                      format metadata (JSON)
 //	't' turn(8)              one turn (JSON)
 //	'r' seq(8)               one record (binary, see codec.go)
-//	'c' sha256(32)           one content chunk, zstd-compressed
+//	'c' sha256(32)           where a content chunk is: pack, offset, length
 //	'x' sha256(32) seq(8)    "record seq references this chunk" (empty value)
 //	'k' turn(8)              a rollback marker (JSON)
 //	'W'                      the workspace token (binding.go)
@@ -23,33 +24,43 @@
 //
 // # Content
 //
-// Pre-image bytes are cut into chunks of at most ChunkSize, addressed
-// by the SHA-256 of their uncompressed bytes, compressed with zstd and
-// stored once however many records refer to them. A chunk lives as
-// long as some 'x' key names it. Chunks are committed in batches of
-// at most batchBytes so a large pre-image never makes Badger hold an
-// unbounded transaction in memory (ErrTxnTooBig).
+// Pre-image bytes are cut into chunks where their content says
+// (chunker.go: 64 KiB to 1 MiB), addressed by the SHA-256 of their
+// uncompressed bytes, compressed with zstd and appended to a pack file,
+// once however many records refer to them: the same file rewritten
+// unchanged every turn costs a record and its references. A chunk lives
+// as long as some 'x' key names it. Packs are sealed at every prune;
+// a sealed pack nothing in the index names is deleted, and one mostly
+// unused is repacked (reclaim.go), so the journal's size follows what
+// the window needs.
 //
 // # Durability
 //
-// Append returns only after Badger has accepted the commit: the record
-// and its chunks are in Badger's write-ahead log, which is a file
-// mapping, so they are in the kernel's page cache and survive a kill
-// -9 of the daemon. With Options.Sync the commit is also fsynced and
-// survives a power cut. Callers rely on this: the pre-image is
-// recorded before the operation that destroys it is performed.
+// Append returns only after its chunks were written to their pack
+// (write(2)) and Badger has accepted the commit of their index entries
+// and the record: all are in the kernel's page cache and survive a
+// kill -9 of the daemon. With Options.Sync the pack is fsynced before
+// the index names it and every commit is fsynced too: they survive a
+// power cut. Callers rely on this: the pre-image is recorded before
+// the operation that destroys it is performed.
 //
 // A record is committed after its chunks. A crash between the two
 // leaves chunks nobody references; Open sweeps them. A crash in the
 // middle of a prune leaves records older than the oldest turn; Open
-// finishes the prune.
+// finishes the prune. reclaim.go says why repacking is safe too.
 //
 // # Window
 //
 // Only the last Options.Window turns are kept. Prune drops the oldest
 // turns with every record before the first kept turn, deletes the
-// chunks no remaining record references, and runs Badger's value-log
-// garbage collection so the space is given back.
+// chunks no remaining record references, and reclaims their packs.
+//
+// # Space
+//
+// The journal stays under Options.MaxSize and keeps a reserve free on
+// its filesystem; past either, the oldest turns leave the window early
+// (space.go), and a record that still does not fit is refused with
+// ErrNoSpace, so the change it records fails with ENOSPC.
 //
 // This package knows nothing of FUSE or of the workspace's files; it
 // imports Badger, zstd and the standard library only.

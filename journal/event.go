@@ -18,7 +18,16 @@ const (
 	EventStep      = "step" // the record's Step is the step's id
 	EventRollback  = "rollback"
 	EventUnrevert  = "unrevert"
+	// EventTurnPruned: a turn left the window; detail is a prunedEvent.
+	EventTurnPruned = "turn_pruned"
 )
+
+// prunedEvent is the detail of an EventTurnPruned.
+type prunedEvent struct {
+	Turn   uint64 `json:"turn"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason"` // PruneWindow, PruneMaxSize or PruneNoSpace
+}
 
 // notifier wakes those waiting for new records.
 type notifier struct {

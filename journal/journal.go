@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 1
+const FormatVersion = 2
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -59,6 +59,16 @@ type Journal struct {
 	// committed.
 	content sync.RWMutex
 
+	packs     *packs     // where content lives (pack.go)
+	reclaimMu sync.Mutex // one reclaim at a time (reclaim.go)
+	pruneMu   sync.Mutex // one prune at a time, early or not (space.go)
+
+	// Running estimates of the bytes on disk and of Badger's tables,
+	// measured at open and after each reclaim, counted up by appends
+	// between (space.go).
+	used, lsm atomic.Int64
+	dropAside atomic.Pointer[func(string) error]
+
 	notify notifier
 
 	enc *zstd.Encoder
@@ -86,6 +96,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j := &Journal{db: db, dir: dir, lock: lock, opts: opts, log: opts.Logger}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
+	}
+	if j.packs, err = openPacks(dir, opts.Sync); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
 	}
 	if err := j.init(); err != nil {
 		db.Close()
@@ -146,7 +161,11 @@ func (j *Journal) init() error {
 	if err := j.loadCounters(); err != nil {
 		return err
 	}
-	return j.sweepOrphanChunks()
+	if err := j.sweepOrphanChunks(); err != nil {
+		return err
+	}
+	j.remeasure()
+	return nil
 }
 
 func (j *Journal) initMeta() error {
@@ -162,6 +181,9 @@ func (j *Journal) initMeta() error {
 		var m meta
 		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
 			return fmt.Errorf("%w: unreadable metadata: %v", ErrFormat, err)
+		}
+		if m.Format == 1 {
+			return fmt.Errorf("%w: journal has format 1, which kept content inside Badger and never gave its space back; this cowfs reads format %d. Unmount with the cowfs that made it, then delete the journal directory %s (the undo history goes with it)", ErrFormat, FormatVersion, j.dir)
 		}
 		if m.Format != FormatVersion {
 			return fmt.Errorf("%w: journal has format %d, this cowfs reads %d", ErrFormat, m.Format, FormatVersion)
@@ -232,6 +254,9 @@ func (j *Journal) Close() error {
 			err = fmt.Errorf("gave up waiting for Badger to close an unusable journal")
 		}
 	}
+	if perr := j.packs.close(); err == nil && perr != nil {
+		err = perr
+	}
 	j.enc.Close()
 	j.dec.Close()
 	j.lock.Close()
@@ -263,19 +288,3 @@ func (j *Journal) lockGate() bool {
 
 // brokenCloseWait bounds Close of an unusable journal.
 const brokenCloseWait = 3 * time.Second
-
-// Size returns the bytes the journal's files take on disk (allocated
-// blocks: Badger's files are sparse until written).
-func (j *Journal) Size() int64 {
-	var n int64
-	filepath.WalkDir(j.dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			var st syscall.Stat_t
-			if syscall.Lstat(p, &st) == nil {
-				n += st.Blocks * 512
-			}
-		}
-		return nil
-	})
-	return n
-}

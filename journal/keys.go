@@ -17,6 +17,7 @@ const (
 	prefixGone        = 'g' // ids of turns that left the window (gone.go)
 	prefixFingerprint = 'f' // path -> what a rescan last saw there (fingerprint.go)
 	prefixScanned     = 'S' // the sequence number the last rescan accounted for
+	prefixEarly       = 'E' // when turns last left the window early (space.go)
 )
 
 var metaKey = []byte{prefixMeta}
@@ -53,3 +54,6 @@ func refPrefix(h [32]byte) []byte {
 func refKey(h [32]byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(refPrefix(h), seq)
 }
+
+// refSeq returns the record sequence in a key made by refKey.
+func refSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k[33:41]) }

@@ -9,8 +9,9 @@ import (
 
 // Prune drops the turns that have left the window, every record before
 // the oldest kept turn, the chunks only those records referenced and the
-// rollback markers of dropped turns; then it runs value-log garbage
-// collection so Badger gives the space back.
+// rollback markers of dropped turns; then it gives back the space of
+// content no record needs (reclaim.go) and runs Badger's value-log
+// garbage collection for its own files.
 //
 // dropAside is called with every aside name the dropped records hold,
 // before the records go: the caller frees the inodes kept aside. An
@@ -26,11 +27,26 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 	if j.closed.Load() {
 		return ErrClosed
 	}
+	j.pruneMu.Lock()
+	defer j.pruneMu.Unlock()
+	if err := j.leaveWindow(j.opts.window(), PruneWindow, dropAside, false); err != nil {
+		return err
+	}
+	if err := j.reclaim(); err != nil {
+		return err
+	}
+	j.collectGarbage()
+	return nil
+}
+
+// leaveWindow drops all turns but the latest keep, and everything
+// before them (see Prune), for reason (a turn_pruned event says so).
+// gateHeld says the caller holds the gate, shared.
+func (j *Journal) leaveWindow(keep int, reason string, dropAside func(name string) error, gateHeld bool) error {
 	turns, err := j.Turns()
 	if err != nil {
 		return err
 	}
-	keep := j.opts.window()
 	if len(turns) == 0 || (len(turns) <= keep && turns[0].Num == 1) {
 		return nil // nothing has ever left the window
 	}
@@ -44,11 +60,19 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 		if err := j.rememberGone(gone, turns[0].Num); err != nil {
 			return err
 		}
+		if err := j.deleteKeys(drop); err != nil {
+			return err
+		}
+		// Reported after the fact: a crash before leaves the turns
+		// gone unreported, never reported and still there.
+		if err := j.reportPruned(gone, reason, gateHeld); err != nil {
+			return err
+		}
+		if reason != PruneWindow {
+			j.log.Warn("journal: turns left the window early", "reason", reason, "through", gone[len(gone)-1].Num)
+		}
 	}
 	cutoff := turns[0].StartSeq
-	if err := j.deleteKeys(drop); err != nil {
-		return err
-	}
 	if err := j.dropMarkersBefore(turns[0].Num); err != nil {
 		return err
 	}
@@ -75,7 +99,20 @@ func (j *Journal) Prune(dropAside func(name string) error) error {
 		return err
 	}
 	j.log.Info("journal: pruned", "records", len(recs), "before_turn", turns[0].Num)
-	j.collectGarbage()
+	return nil
+}
+
+// reportPruned journals a turn_pruned event for each turn in gone.
+func (j *Journal) reportPruned(gone []Turn, reason string, gateHeld bool) error {
+	if !gateHeld {
+		j.gate.RLock()
+		defer j.gate.RUnlock()
+	}
+	for _, t := range gone {
+		if err := j.appendEvent(0, "", EventTurnPruned, prunedEvent{Turn: t.Num, ID: t.ID, Reason: reason}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -118,7 +155,8 @@ func (j *Journal) dropRecords(recs []*Record) error {
 
 // collectGarbage rewrites value-log files whose content is mostly
 // deleted. Badger reclaims nothing unless asked, one file per call,
-// until it answers ErrNoRewrite.
+// until it answers ErrNoRewrite. Content is not in Badger; only values
+// over the value threshold (options.go) reach its value log.
 func (j *Journal) collectGarbage() {
 	for i := 0; i < 64; i++ {
 		err := j.db.RunValueLogGC(0.5)

@@ -49,6 +49,9 @@ func runLog(opts logOptions) error {
 		}
 		w.Flush()
 	}
+	if l.PrunedEarly != nil {
+		fmt.Println(prunedEarly(l.PrunedEarly))
+	}
 	if l.OutsideTurns > 0 {
 		fmt.Printf("%d paths changed outside turns\n", l.OutsideTurns)
 	}

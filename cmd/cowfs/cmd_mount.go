@@ -23,6 +23,7 @@ type mountOptions struct {
 	mountpoint string
 	journal    string
 	window     int
+	maxSize    byteSize
 	sync       bool
 	background bool
 	debug      bool
@@ -57,6 +58,8 @@ A stale mount left by a daemon that was killed is cleared, with a warning.`,
 	f.StringVar(&opts.mountpoint, "mountpoint", "", "mount the view at `DIR` instead of over the workspace")
 	f.StringVar(&opts.journal, "journal", "", "keep the journal in `DIR` (default: the workspace's state directory)")
 	f.IntVar(&opts.window, "window", 10, "keep the last `N` turns")
+	opts.maxSize = daemon.DefaultMaxJournalSize
+	f.Var(&opts.maxSize, "max-journal-size", "let the journal take at most `SIZE` (e.g. 500MiB, 8GiB; none: only free space bounds it); past it the oldest turns leave the window early")
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
@@ -71,7 +74,7 @@ func runMount(opts mountOptions, ws string) error {
 	}
 	dopts := daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
-		Window: opts.window, Sync: opts.sync, Debug: opts.debug, Version: version,
+		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache),
 	}
 	ready := readyPipe()
@@ -194,5 +197,43 @@ func startBackground(ws string) error {
 		fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
 	}
 	fmt.Fprintf(os.Stderr, "cowfs: mounted %s (daemon pid %d, log %s)\n", ws, rep.Pid, logPath)
+	return nil
+}
+
+// byteSize is a flag value of bytes: a number with an optional unit (K,
+// M, G, T, KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: of 1000),
+// or "none" (-1).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if *b < 0 {
+		return "none"
+	}
+	return humanBytes(int64(*b))
+}
+
+func (b *byteSize) Type() string { return "SIZE" }
+
+func (b *byteSize) Set(s string) error {
+	if s == "none" || s == "0" {
+		*b = -1
+		return nil
+	}
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a size (e.g. 500MiB, 8GiB, none)", s)
+	}
+	units := map[string]float64{"": 1, "B": 1,
+		"K": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GiB": 1 << 30, "T": 1 << 40, "TiB": 1 << 40,
+		"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+	u, ok := units[s[i:]]
+	if !ok {
+		return fmt.Errorf("%q: unknown unit %q (K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s, s[i:])
+	}
+	*b = byteSize(n * u)
 	return nil
 }

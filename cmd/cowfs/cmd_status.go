@@ -47,6 +47,11 @@ func runStatus(opts statusOptions) error {
 		sync = ", fsync on every commit"
 	}
 	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, humanBytes(st.JournalBytes), sync)
+	limit := "no size bound"
+	if st.MaxJournalBytes > 0 {
+		limit = "at most " + humanBytes(st.MaxJournalBytes)
+	}
+	fmt.Printf("space:       %s of content the window needs; %s; %s free\n", humanBytes(st.ContentBytes), limit, humanBytes(st.FreeBytes))
 	if st.JournalError != "" {
 		fmt.Printf("JOURNAL UNUSABLE: %s; changes through the mount fail until cowfs is restarted on a usable journal\n", st.JournalError)
 	}
@@ -55,6 +60,9 @@ func runStatus(opts statusOptions) error {
 		fmt.Printf("turns:       none yet (window %d)\n", st.Window)
 	} else {
 		fmt.Printf("turns:       %d to %d in the window (keeps %d)\n", st.OldestTurn, st.LatestTurn, st.Window)
+	}
+	if p := st.PrunedEarly; p != nil {
+		fmt.Printf("             %s\n", prunedEarly(p))
 	}
 	if t := st.OpenTurn; t != nil {
 		fmt.Printf("open turn:   %d%s, since %s, %d paths changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), t.ChangedPaths)
@@ -77,4 +85,16 @@ func idAnchor(id, anchor string) string {
 		s = " (" + s[1:] + ")"
 	}
 	return s
+}
+
+// prunedEarly says in words that turns left the window early.
+func prunedEarly(p *ctl.PrunedEarly) string {
+	why := map[string]string{
+		ctl.PrunedMaxSize:  "the journal reached --max-journal-size",
+		ctl.PrunedDiskFull: "the journal's filesystem was full",
+	}[p.Reason]
+	if why == "" {
+		why = p.Reason
+	}
+	return fmt.Sprintf("turns up to %d left the window early, at %s: %s", p.Through, when(p.Time), why)
 }

@@ -3,6 +3,7 @@
 //
 //	go run ./test/bench            # full: Go's src, a 1 GiB file, 3 runs
 //	go run ./test/bench -quick     # a tenth of src, 256 MiB, under 3 minutes
+//	go run ./test/bench -only storage   # the journal: bytes and time per turn
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
 // workload on each target in turn, run after run, prints medians and
@@ -41,7 +42,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 3, "runs of each workload on each target")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
-	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns)")
+	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, storage)")
 	flag.Parse()
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -79,7 +80,13 @@ func run(c *config) error {
 			return err
 		}
 	}
+	if c.only == "" || strings.Contains(c.only, "storage") {
+		if err := storageSuite(c, r); err != nil {
+			return err
+		}
+	}
 	r.print(os.Stdout)
+	r.printCurve(os.Stdout)
 	b, _ := json.MarshalIndent(r, "", "  ")
 	if err := os.WriteFile(c.out, b, 0o644); err != nil {
 		return err

@@ -24,6 +24,11 @@ type results struct {
 	Started      time.Time     `json:"started"`
 	Measurements []measurement `json:"measurements"`
 	Medians      []median      `json:"medians"`
+	// StorageRuns is how many turns of each storage workload were
+	// measured (at least 5).
+	StorageRuns int `json:"storage_runs,omitempty"`
+	// Curve is the journal's size after each turn of churn (storage).
+	Curve []curvePoint `json:"churn_curve,omitempty"`
 }
 
 type median struct {
@@ -44,7 +49,7 @@ func (r *results) add(suite, workload, target string, run int, v float64, unit s
 // the order they were first measured.
 func (r *results) table(suite string) (workloads, targets []string, med map[[2]string]median) {
 	vals := map[[2]string][]float64{}
-	units := map[string]string{}
+	units := map[[2]string]string{}
 	for _, m := range r.Measurements {
 		if m.Suite != suite {
 			continue
@@ -59,12 +64,12 @@ func (r *results) table(suite string) (workloads, targets []string, med map[[2]s
 			}
 		}
 		vals[k] = append(vals[k], m.Value)
-		units[m.Workload] = m.Unit
+		units[k] = m.Unit
 	}
 	med = map[[2]string]median{}
 	for k, vs := range vals {
 		sort.Float64s(vs)
-		med[k] = median{Suite: suite, Workload: k[0], Target: k[1], Value: vs[len(vs)/2], Unit: units[k[0]]}
+		med[k] = median{Suite: suite, Workload: k[0], Target: k[1], Value: vs[len(vs)/2], Unit: units[k]}
 	}
 	for _, w := range workloads {
 		base, ok := med[[2]string{w, "native"}]
@@ -95,7 +100,7 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprint(w, " (-quick)")
 	}
 	fmt.Fprintln(w)
-	for _, suite := range []string{suiteFS, suiteTurns} {
+	for _, suite := range []string{suiteFS, suiteTurns, suiteStorage} {
 		workloads, targets, med := r.table(suite)
 		if len(workloads) == 0 {
 			continue
@@ -108,7 +113,10 @@ func (r *results) print(w io.Writer) {
 			}
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "| %s |", map[string]string{suiteFS: "workload", suiteTurns: "turns"}[suite])
+		if suite == suiteStorage {
+			fmt.Fprintf(w, "journal: median of %d turns of each workload, and of %d rollbacks of the last\n\n", r.StorageRuns, r.StorageRuns)
+		}
+		fmt.Fprintf(w, "| %s |", map[string]string{suiteFS: "workload", suiteTurns: "turns", suiteStorage: "journal"}[suite])
 		for _, t := range targets {
 			fmt.Fprintf(w, " %s |", t)
 		}
@@ -122,6 +130,8 @@ func (r *results) print(w io.Writer) {
 					fmt.Fprint(w, " – |")
 				case m.Unit == "MiB":
 					fmt.Fprintf(w, " %.0f MiB |", m.Value)
+				case m.Unit == "KiB":
+					fmt.Fprintf(w, " %s |", kib(m.Value))
 				case m.Ratio != 0 && t != "native":
 					fmt.Fprintf(w, " %s (%.2f×) |", seconds(m.Value), m.Ratio)
 				default:
@@ -131,6 +141,33 @@ func (r *results) print(w io.Writer) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// kib formats a number of KiB.
+func kib(v float64) string {
+	if v >= 1024 {
+		return fmt.Sprintf("%.1f MiB", v/1024)
+	}
+	return fmt.Sprintf("%.1f KiB", v)
+}
+
+// printCurve prints the journal's size after each turn of churn.
+func (r *results) printCurve(w io.Writer) {
+	if len(r.Curve) == 0 {
+		return
+	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	fmt.Fprintf(w, "\n| churn turn | journal on disk | content the window needs | what the window's turns added | journal / content |\n|---|---|---|---|---|\n")
+	var worst curvePoint
+	for i, p := range r.Curve {
+		if p.Content > 0 && (worst.Content == 0 || p.Journal*worst.Content > worst.Journal*p.Content) {
+			worst = p
+		}
+		if i < 12 || (i+1)%10 == 0 || i == len(r.Curve)-1 {
+			fmt.Fprintf(w, "| %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f |\n", p.Turn, mib(p.Journal), mib(p.Content), mib(p.Window), float64(p.Journal)/float64(max(p.Content, 1)))
+		}
+	}
+	fmt.Fprintf(w, "\nlargest journal / content: %.2f at turn %d (%.1f MiB over the content)\n", float64(worst.Journal)/float64(max(worst.Content, 1)), worst.Turn, mib(worst.Journal-worst.Content))
 }
 
 func seconds(v float64) string {
