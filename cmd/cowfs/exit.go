@@ -34,9 +34,10 @@ const exitCodeHelp = `Exit codes:
   6  the turn has left the rollback window
   7  conflict: the request contradicts the state (no open turn, id in use)
   8  cannot mount: no /dev/fuse, not permitted, workspace missing or
-     already mounted, journal locked; or refused: a system directory,
-     the journal or state inside the workspace, a .cowfs cowfs did not
-     make
+     already mounted, journal locked; or refused: / or a system
+     directory (also through a symlink, or beneath /proc, /sys, /dev),
+     the journal or state inside the workspace or the mountpoint, a
+     .cowfs cowfs did not make
   9  partial rollback: a step failed (no space, an I/O error); no marker
      was left and no turn reverted; run the same rollback again once the
      cause is gone, or 'cowfs unrevert' to undo what it did`
