@@ -29,7 +29,8 @@ const exitCodeHelp = `Exit codes:
   1  error
   2  bad usage or bad request
   3  no daemon is running for the workspace
-  4  busy: a turn is open (or another rollback runs)
+  4  busy: a turn is open (or another rollback runs); umount: processes
+     still use the workspace (they are named)
   5  not found: no such turn or path
   6  the turn has left the rollback window
   7  conflict: the request contradicts the state (no open turn, id in use)
