@@ -18,21 +18,27 @@ import (
 // directory on the mount, a file open on it, or a file of it mapped.
 // `cowfs umount` names those processes instead of waiting for them,
 // and must find them without asking the FUSE daemon anything (it may
-// be the one that hangs). So everything comes from /proc: an open
-// file's mount is in its fdinfo (mnt_id); a working or root directory's
-// from statx of the /proc magic link with AT_STATX_DONT_SYNC — the VFS
-// fills STATX_MNT_ID itself, and FUSE answers a DONT_SYNC getattr from
-// its cache without sending a request; a mapping's filesystem is the
-// device in maps. Names come from readlink, which the kernel answers
-// from its dentries. Mount ids, not paths, decide: a shell that entered
-// the workspace before cowfs was mounted over it sits on the backing
-// directory, not on the mount, and does not hold it.
+// be the one that hangs). So everything comes from /proc, and the
+// mount each of those is on from statx of the /proc magic link with
+// AT_STATX_DONT_SYNC: the VFS fills in the mount id itself, and FUSE
+// answers a DONT_SYNC getattr from its cache without sending a request.
+// Names come from readlink, which the kernel answers from its dentries.
+//
+// Mount ids, not paths, decide: a shell that entered the workspace
+// before cowfs was mounted over it sits on the backing directory, not
+// on the mount, and does not hold it. The unique 64-bit id
+// (STATX_MNT_ID_UNIQUE, Linux 6.8) is never given to another mount;
+// the older one, and a FUSE filesystem's device number, are reused as
+// soon as the mount is gone — on a machine where other cowfs mounts
+// come and go, a process on one of those would be taken for a holder
+// of a mount unmounted a moment ago.
 
 // MountRef is one mount, as the kernel numbers it.
 type MountRef struct {
-	ID    uint64 // as in /proc/self/mountinfo and STATX_MNT_ID
-	Dev   uint64 // the filesystem's device
-	Point string
+	ID     uint64 // STATX_MNT_ID_UNIQUE, or (unique false) STATX_MNT_ID
+	unique bool
+	Dev    uint64 // the filesystem's device
+	Point  string
 }
 
 // CowfsMount returns the cowfs mount at path (the topmost mount there),
@@ -46,12 +52,39 @@ func CowfsMount(path string) (MountRef, bool) {
 	if !ok || m.FSType != "fuse.cowfs" {
 		return MountRef{}, false
 	}
-	return MountRef{ID: m.ID, Dev: m.Dev, Point: abs}, true
+	ref := MountRef{ID: m.ID, Dev: m.Dev, Point: abs}
+	if id, ok := mountID(abs, true); ok {
+		ref.ID, ref.unique = id, true
+	}
+	return ref, true
+}
+
+// mountID returns the id of the mount path (followed, if a /proc magic
+// link) is on: the unique one, or the reusable one.
+func mountID(path string, unique bool) (uint64, bool) {
+	mask := unix.STATX_MNT_ID
+	if unique {
+		mask = unix.STATX_MNT_ID_UNIQUE
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_STATX_DONT_SYNC, mask, &st); err != nil {
+		return 0, false
+	}
+	return st.Mnt_id, st.Mask&uint32(mask) != 0
+}
+
+// on reports whether path is on the mount.
+func (m MountRef) on(path string) bool {
+	id, ok := mountID(path, m.unique)
+	return ok && id == m.ID
 }
 
 // Attached reports whether the mount is still at its point in this
 // mount namespace (a lazy unmount detaches it while it stays in use).
 func (m MountRef) Attached() bool {
+	if m.unique {
+		return m.on(m.Point)
+	}
 	e, ok := mountAt(m.Point)
 	return ok && e.ID == m.ID
 }
@@ -79,10 +112,11 @@ func (m MountRef) Holders() []Holder {
 		return nil
 	}
 	self := os.Getpid()
+	attached := m.Attached()
 	// The kernel names what lies on a detached mount from the mount's
 	// own root: put the mountpoint it had in front.
 	name := printable
-	if !m.Attached() {
+	if !attached {
 		name = func(p string) string { return printable(m.Point+strings.TrimSuffix(p, "/")) + " (detached)" }
 	}
 	var out []Holder
@@ -91,7 +125,7 @@ func (m MountRef) Holders() []Holder {
 		if err != nil || pid == self {
 			continue
 		}
-		if uses := m.usesOf(pid, name); len(uses) > 0 {
+		if uses := m.usesOf(pid, attached, name); len(uses) > 0 {
 			out = append(out, Holder{Pid: pid, Command: comm(pid), Uses: uses})
 		}
 	}
@@ -100,43 +134,40 @@ func (m MountRef) Holders() []Holder {
 
 // usesOf lists what process pid holds on the mount, naming paths with
 // name.
-func (m MountRef) usesOf(pid int, name func(string) string) []string {
+func (m MountRef) usesOf(pid int, attached bool, name func(string) string) []string {
 	proc := "/proc/" + strconv.Itoa(pid)
 	var uses []string
 	more := 0
-	add := func(what, link string) {
+	add := func(what, path string) {
 		if len(uses) == maxUses {
 			more++
 			return
 		}
-		t, err := os.Readlink(link)
-		if err != nil {
-			t = "?"
-		}
-		uses = append(uses, what+" "+name(t))
+		uses = append(uses, what+" "+name(path))
 	}
 	for _, d := range []struct{ link, what string }{{"cwd", "working directory"}, {"root", "root directory"}} {
-		if m.onMount(proc + "/" + d.link) {
-			add(d.what, proc+"/"+d.link)
+		if link := proc + "/" + d.link; m.on(link) {
+			t, err := os.Readlink(link)
+			if err != nil {
+				t = "?"
+			}
+			add(d.what, t)
 		}
 	}
 	if fds, err := os.ReadDir(proc + "/fd"); err == nil {
 		for _, fd := range fds {
 			link := proc + "/fd/" + fd.Name()
-			if t, err := os.Readlink(link); err != nil || !strings.HasPrefix(t, "/") {
+			t, err := os.Readlink(link)
+			if err != nil || !strings.HasPrefix(t, "/") {
 				continue // a pipe, a socket, an anonymous inode
 			}
-			if fdMount(proc+"/fdinfo/"+fd.Name()) == m.ID {
-				add("open file", link)
+			if m.on(link) {
+				add("open file", t)
 			}
 		}
 	}
-	for _, path := range m.mapped(proc + "/maps") {
-		if len(uses) == maxUses {
-			more++
-			continue
-		}
-		uses = append(uses, "mapping "+name(path))
+	for _, path := range m.mapped(proc, attached) {
+		add("mapping", path)
 	}
 	if more > 0 {
 		uses = append(uses, fmt.Sprintf("and %d more", more))
@@ -144,35 +175,13 @@ func (m MountRef) usesOf(pid int, name func(string) string) []string {
 	return uses
 }
 
-// onMount reports whether the directory a /proc magic link names is on
-// the mount (see the top of the file for why this never blocks).
-func (m MountRef) onMount(link string) bool {
-	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, link, unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &st); err != nil {
-		return false
-	}
-	return st.Mask&unix.STATX_MNT_ID != 0 && st.Mnt_id == m.ID
-}
-
-// fdMount returns the mount id an fdinfo file gives, or 0.
-func fdMount(fdinfo string) uint64 {
-	b, err := os.ReadFile(fdinfo)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-// mapped returns the distinct paths a maps file maps from the mount's
-// filesystem.
-func (m MountRef) mapped(maps string) []string {
-	f, err := os.Open(maps)
+// mapped returns the distinct paths process proc maps from the mount.
+// maps gives each mapping's device; map_files (root only) leads to the
+// file itself, whose mount id tells. Without map_files the device
+// decides, while the mount is attached: no other filesystem can have
+// its device then.
+func (m MountRef) mapped(proc string, attached bool) []string {
+	f, err := os.Open(proc + "/maps")
 	if err != nil {
 		return nil
 	}
@@ -195,10 +204,19 @@ func (m MountRef) mapped(maps string) []string {
 		if err1 != nil || err2 != nil || unix.Mkdev(uint32(ma), uint32(mi)) != m.Dev {
 			continue
 		}
-		if p := strings.Join(fields[5:], " "); !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+		p := strings.Join(fields[5:], " ")
+		if seen[p] {
+			continue
 		}
+		if id, ok := mountID(proc+"/map_files/"+fields[0], m.unique); ok {
+			if id != m.ID {
+				continue
+			}
+		} else if !attached {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
 	}
 	return out
 }
