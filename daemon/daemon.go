@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -260,7 +261,8 @@ func (d *Daemon) Stop() {
 					who = append(who, h.String())
 				}
 			}
-			d.log.Warn("workspace busy: mount detached; the daemon stays until the processes using it let go", "holders", who)
+			d.log.Warn("workspace busy: mount detached; the daemon stays until the processes using it let go",
+				"holders", strings.Join(who, ", "))
 		}
 	})
 }

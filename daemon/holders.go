@@ -6,8 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,18 +87,35 @@ func (m MountRef) Attached() bool {
 	return ok && e.ID == m.ID
 }
 
-// Holder is a process that keeps a mount busy.
+// Holder is a process that keeps a mount busy. Its command and paths
+// are as the kernel gives them: escape them before they reach a
+// terminal.
 type Holder struct {
 	Pid     int
-	Command string   // /proc/PID/comm
-	Uses    []string // "working directory /ws/sub", "open file /ws/f", …
+	Command string // /proc/PID/comm
+	Uses    []Use
+	More    int // uses beyond those listed
+}
+
+// Use is one way a process holds a mount.
+type Use struct {
+	What string // "working directory", "root directory", "open file", "mapping"
+	Path string // where, in the mount; "(detached)" follows if it is
 }
 
 // maxUses bounds what a Holder lists; the rest are counted.
 const maxUses = 4
 
+// String is the holder for a log line (whose handler quotes it).
 func (h Holder) String() string {
-	return fmt.Sprintf("pid %d (%s): %s", h.Pid, h.Command, strings.Join(h.Uses, "; "))
+	var uses []string
+	for _, u := range h.Uses {
+		uses = append(uses, u.What+" "+u.Path)
+	}
+	if h.More > 0 {
+		uses = append(uses, fmt.Sprintf("and %d more", h.More))
+	}
+	return fmt.Sprintf("pid %d (%s): %s", h.Pid, h.Command, strings.Join(uses, "; "))
 }
 
 // Holders returns the processes other than this one that use the
@@ -115,9 +130,9 @@ func (m MountRef) Holders() []Holder {
 	attached := m.Attached()
 	// The kernel names what lies on a detached mount from the mount's
 	// own root: put the mountpoint it had in front.
-	name := printable
+	name := func(p string) string { return p }
 	if !attached {
-		name = func(p string) string { return printable(m.Point+strings.TrimSuffix(p, "/")) + " (detached)" }
+		name = func(p string) string { return m.Point + strings.TrimSuffix(p, "/") + " (detached)" }
 	}
 	var out []Holder
 	for _, e := range ents {
@@ -125,8 +140,9 @@ func (m MountRef) Holders() []Holder {
 		if err != nil || pid == self {
 			continue
 		}
-		if uses := m.usesOf(pid, attached, name); len(uses) > 0 {
-			out = append(out, Holder{Pid: pid, Command: comm(pid), Uses: uses})
+		if h := m.usesOf(pid, attached, name); len(h.Uses) > 0 {
+			h.Pid, h.Command = pid, comm(pid)
+			out = append(out, h)
 		}
 	}
 	return out
@@ -134,16 +150,15 @@ func (m MountRef) Holders() []Holder {
 
 // usesOf lists what process pid holds on the mount, naming paths with
 // name.
-func (m MountRef) usesOf(pid int, attached bool, name func(string) string) []string {
+func (m MountRef) usesOf(pid int, attached bool, name func(string) string) Holder {
 	proc := "/proc/" + strconv.Itoa(pid)
-	var uses []string
-	more := 0
+	var h Holder
 	add := func(what, path string) {
-		if len(uses) == maxUses {
-			more++
+		if len(h.Uses) == maxUses {
+			h.More++
 			return
 		}
-		uses = append(uses, what+" "+name(path))
+		h.Uses = append(h.Uses, Use{What: what, Path: name(path)})
 	}
 	for _, d := range []struct{ link, what string }{{"cwd", "working directory"}, {"root", "root directory"}} {
 		if link := proc + "/" + d.link; m.on(link) {
@@ -169,10 +184,7 @@ func (m MountRef) usesOf(pid int, attached bool, name func(string) string) []str
 	for _, path := range m.mapped(proc, attached) {
 		add("mapping", path)
 	}
-	if more > 0 {
-		uses = append(uses, fmt.Sprintf("and %d more", more))
-	}
-	return uses
+	return h
 }
 
 // mapped returns the distinct paths process proc maps from the mount.
@@ -219,20 +231,6 @@ func (m MountRef) mapped(proc string, attached bool) []string {
 		out = append(out, p)
 	}
 	return out
-}
-
-// printable is p, Go-quoted if it holds anything a terminal would not
-// show as it is.
-func printable(p string) string {
-	if !utf8.ValidString(p) {
-		return strconv.Quote(p)
-	}
-	for _, r := range p {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(p)
-		}
-	}
-	return p
 }
 
 // comm is a process's command name.

@@ -123,10 +123,18 @@ func busyError(mnt string, hs []daemon.Holder, detached bool) error {
 		mnt, what, holderLines(hs)), exitBusy}
 }
 
+// holderLines lists holders, one a line, names escaped.
 func holderLines(hs []daemon.Holder) string {
 	var b strings.Builder
 	for _, h := range hs {
-		fmt.Fprintf(&b, "  %s\n", h)
+		var uses []string
+		for _, u := range h.Uses {
+			uses = append(uses, u.What+" "+shown(u.Path))
+		}
+		if h.More > 0 {
+			uses = append(uses, fmt.Sprintf("and %d more", h.More))
+		}
+		fmt.Fprintf(&b, "  pid %d (%s): %s\n", h.Pid, shown(h.Command), strings.Join(uses, "; "))
 	}
 	return b.String()
 }

@@ -8,9 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cowfs/cowfs/ctl"
 )
@@ -205,17 +203,7 @@ func TestEventsOfRollbackFinishedAfterCrash(t *testing.T) {
 	since := w.lastSeq()
 	pid := w.status().Pid
 
-	rb := exec.Command(cowfsBin, "-w", w.mnt, "rollback", "1")
-	rb.Env = w.env()
-	if err := rb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	paused()
-	syscall.Kill(pid, syscall.SIGKILL)
-	rb.Wait()
-	if !waitExit(pid, 10*time.Second) {
-		t.Fatalf("daemon %d survived SIGKILL", pid)
-	}
+	w.killDuringRollback(pid, paused, "1")
 	w.daemonEnv = nil
 	w.pids = nil
 	w.mount()
