@@ -88,18 +88,22 @@ func runUmount(opts umountOptions) error {
 	// the journal, then exits. If processes still use the mount — with
 	// --lazy, or one that came in after the check above — it detached
 	// it and stays until they let go: say who they are.
+	var scanned time.Time
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		_, err := os.Stat(loc.Socket())
 		if errors.Is(err, os.ErrNotExist) && syscall.Kill(st.Pid, 0) == syscall.ESRCH {
 			fmt.Fprintf(os.Stderr, "cowfs: unmounted %s\n", st.Mountpoint)
 			return nil
 		}
-		if !isMounted || m.Attached() || time.Since(start) < 200*time.Millisecond {
-			if time.Since(start) > time.Minute {
-				return fmt.Errorf("daemon %d has not exited after a minute; see its log, %s", st.Pid, loc.Log())
-			}
+		if time.Since(start) > time.Minute {
+			return fmt.Errorf("daemon %d has not exited after a minute; see its log, %s", st.Pid, loc.Log())
+		}
+		// Unmounted (or detached) a moment ago and the daemon not gone:
+		// look for holders, now and then (it reads all of /proc).
+		if !isMounted || m.Attached() || time.Since(start) < 200*time.Millisecond || time.Since(scanned) < time.Second {
 			continue
 		}
+		scanned = time.Now()
 		hs := m.Holders()
 		if len(hs) == 0 {
 			continue // the last one just left; the daemon is finishing
