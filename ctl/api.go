@@ -318,6 +318,21 @@ type PrunedEarly struct {
 	Time    time.Time `json:"time"`
 }
 
+// Kinds of change events. Changes through the mount are created,
+// modified, deleted, moved (one event: from, then path) or metadata;
+// the paths a rollback or an unrevert changes are restored, recovered,
+// deleted or moved, with the rollback's id and no process. (A turn's
+// net changes, Change.Kind, say "renamed" where events say "moved".)
+const (
+	KindCreated   = "created"
+	KindModified  = "modified"
+	KindDeleted   = "deleted"
+	KindMoved     = "moved"
+	KindMetadata  = "metadata"
+	KindRestored  = "restored"
+	KindRecovered = "recovered"
+)
+
 // Event is one line of GET /v1/events.
 type Event struct {
 	// Seq orders events; pass the last one seen as ?since= to resume.
@@ -327,9 +342,10 @@ type Event struct {
 	Turn uint64    `json:"turn,omitempty"` // 0: outside a turn
 	Step string    `json:"step,omitempty"`
 
-	// change: the path, what happened to it (created, modified,
-	// deleted, renamed — from — or metadata), the pre-image bytes
-	// journaled, and the process that did it.
+	// change: the path, what happened to it (a Kind* constant; moved
+	// with from), the pre-image bytes journaled, and the process that
+	// did it — or, for a path a rollback or an unrevert changed, that
+	// rollback's id (Rollback) and no process.
 	Path    Path   `json:"path,omitempty"`
 	Kind    string `json:"kind,omitempty"`
 	From    Path   `json:"from,omitempty"`
@@ -347,7 +363,7 @@ type Event struct {
 	// turn_pruned.
 	Reason string `json:"reason,omitempty"`
 
-	// rollback, unrevert.
+	// rollback, unrevert (and Rollback in their per-path changes).
 	Rollback uint64          `json:"rollback,omitempty"`
 	Target   uint64          `json:"target,omitempty"`
 	Counts   *RollbackCounts `json:"counts,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -253,6 +254,7 @@ func (d *Daemon) Wait() error {
 func (d *Daemon) Stop() {
 	d.stopOnce.Do(func() {
 		close(d.stopping)
+		ref, known := CowfsMount(d.opts.Mountpoint)
 		lazy, err := d.mount.Unmount()
 		if err != nil {
 			d.stopErr = err
@@ -260,7 +262,14 @@ func (d *Daemon) Stop() {
 			return
 		}
 		if lazy {
-			d.log.Warn("workspace busy: mount detached; the daemon stays until the processes using it let go")
+			var who []string
+			if known {
+				for _, h := range ref.Holders() {
+					who = append(who, h.String())
+				}
+			}
+			d.log.Warn("workspace busy: mount detached; the daemon stays until the processes using it let go",
+				"holders", strings.Join(who, ", "))
 		}
 	})
 }

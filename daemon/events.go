@@ -66,6 +66,9 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 	}
 	switch r.Kind {
 	case journal.KindEvent:
+		if r.Path == eventRollbackPath {
+			return pathEventOf(r), true
+		}
 		e = ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: r.Path}
 		var d struct {
 			ID, Anchor string
@@ -94,7 +97,7 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		if aside.Private(r.Path2) {
 			return e, false
 		}
-		e.Kind, e.From, e.Path = journal.Renamed, ctl.Path(r.Path), ctl.Path(r.Path2)
+		e.Kind, e.From, e.Path = ctl.KindMoved, ctl.Path(r.Path), ctl.Path(r.Path2)
 	case journal.KindData:
 		e.Kind = journal.Modified
 	case journal.KindAttr:

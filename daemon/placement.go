@@ -5,19 +5,61 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrPlacement: the workspace, mountpoint, journal or state directory
 // are where cowfs must not put them. Nothing was mounted or written.
 var ErrPlacement = errors.New("refused")
 
-// systemDirs are directories a workspace must never be: mounting over
-// one would hide the system's own files from every process.
+// systemDirs are directories a workspace or mountpoint must never be:
+// mounting over one would hide the system's files, or other mounts, from
+// every process, and a daemon that then dies leaves them all answering
+// ENOTCONN. Compared after symlinks are resolved, so the list is checked
+// resolved too (systemDir): on a merged-/usr system /lib is /usr/lib.
 var systemDirs = map[string]bool{
 	"/": true, "/bin": true, "/boot": true, "/dev": true, "/etc": true,
-	"/lib": true, "/lib32": true, "/lib64": true, "/libx32": true,
-	"/proc": true, "/run": true, "/sbin": true, "/sys": true, "/tmp": true,
-	"/usr": true, "/var": true, "/var/tmp": true,
+	"/home": true, "/lib": true, "/lib32": true, "/lib64": true, "/libx32": true,
+	"/lost+found": true, "/media": true, "/mnt": true, "/nix": true, "/opt": true,
+	"/proc": true, "/root": true, "/run": true, "/sbin": true, "/snap": true,
+	"/srv": true, "/sys": true, "/tmp": true,
+	"/usr": true, "/usr/bin": true, "/usr/include": true, "/usr/lib": true,
+	"/usr/lib32": true, "/usr/lib64": true, "/usr/libexec": true, "/usr/local": true,
+	"/usr/local/bin": true, "/usr/local/lib": true, "/usr/local/sbin": true,
+	"/usr/sbin": true, "/usr/share": true, "/usr/src": true,
+	"/var": true, "/var/cache": true, "/var/lib": true, "/var/local": true,
+	"/var/lock": true, "/var/log": true, "/var/mail": true, "/var/opt": true,
+	"/var/run": true, "/var/spool": true, "/var/tmp": true,
+}
+
+// kernelDirs hold the kernel's and devices' own filesystems: nothing
+// beneath them is a workspace, and the daemon itself needs /proc (who
+// made a change) and /dev/fuse.
+var kernelDirs = []string{"/proc", "/sys", "/dev"}
+
+// resolvedSystemDirs is systemDirs with each entry's symlinks resolved.
+var resolvedSystemDirs = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for d := range systemDirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			m[r] = true
+		}
+	}
+	return m
+})
+
+// systemDir reports whether the canonical path p is a system directory
+// or lies beneath a kernel filesystem.
+func systemDir(p string) bool {
+	if systemDirs[p] || resolvedSystemDirs()[p] {
+		return true
+	}
+	for _, k := range kernelDirs {
+		if within(k, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckPlacement makes Start's checks of where the workspace, the
@@ -58,7 +100,7 @@ func journalDir(opts Options, loc Location) string {
 // Paths are compared with symlinks resolved as far as they exist.
 func checkPlacement(ws, mnt, stateDir, journalDir string) error {
 	for _, p := range []struct{ what, path string }{{"workspace", ws}, {"mountpoint", mnt}} {
-		if systemDirs[p.path] {
+		if systemDir(p.path) {
 			return fmt.Errorf("%w: %s %s is a system directory; cowfs mounts over a project's workspace, never over %s", ErrPlacement, p.what, p.path, p.path)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
 )
@@ -23,6 +25,8 @@ var (
 
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
+	ID     uint64 // the mount's id, as statx's STATX_MNT_ID gives it
+	Dev    uint64 // its filesystem's device
 	Point  string
 	FSType string
 	Source string
@@ -54,6 +58,12 @@ func mountAt(path string) (mountEntry, bool) {
 		}
 		if unescape(fields[4]) == path {
 			found, ok = mountEntry{Point: path, FSType: fields[sep+1], Source: unescape(fields[sep+2])}, true
+			found.ID, _ = strconv.ParseUint(fields[0], 10, 64)
+			if maj, min, ok := strings.Cut(fields[2], ":"); ok {
+				ma, _ := strconv.ParseUint(maj, 10, 32)
+				mi, _ := strconv.ParseUint(min, 10, 32)
+				found.Dev = unix.Mkdev(uint32(ma), uint32(mi))
+			}
 		}
 	}
 	return found, ok

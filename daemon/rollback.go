@@ -35,6 +35,14 @@ func (d *Daemon) resume() error {
 			o.Rollback, o.Target, summary(o.Counts))
 		d.Notes = append(d.Notes, note)
 		d.log.Warn(note)
+		// Its events too: a finished unrevert leaves no marker, a
+		// finished or again partial rollback leaves one or is
+		// incomplete.
+		if unrevert := o.Complete && o.Marker == nil; unrevert {
+			d.event(journal.EventUnrevert, resultOf(o, true))
+		} else {
+			d.event(journal.EventRollback, resultOf(o, false))
+		}
 	}
 	if err := d.j.CheckNoPartial(); err != nil {
 		d.Notes = append(d.Notes, err.Error())
@@ -99,15 +107,6 @@ func (s *service) Markers(ctx context.Context) (ctl.MarkerList, error) {
 		l.Markers = append(l.Markers, markerOf(m))
 	}
 	return l, nil
-}
-
-// event journals a rollback or unrevert for the event stream: its
-// result without the per-path list.
-func (d *Daemon) event(name string, res ctl.RollbackResult) {
-	res.Paths = nil
-	if err := d.j.AppendEvent(name, res); err != nil {
-		d.log.Warn("journaling an event", "event", name, "err", err)
-	}
 }
 
 // settle makes pending rollbacks final as a turn begins.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -31,7 +32,7 @@ rollback and unrevert. With --follow, keep printing them as they happen.
 		RunE: func(cmd *cobra.Command, args []string) error { return runEvents(opts) },
 	}
 	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing events as they happen")
-	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per line")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print one compact JSON object per line (NDJSON)")
 	cmd.Flags().Uint64Var(&opts.since, "since", 0, "start after event `SEQ`")
 	return cmd
 }
@@ -43,9 +44,11 @@ func runEvents(opts eventsOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// One compact object per line (NDJSON), as the socket sends them.
+	enc := json.NewEncoder(os.Stdout)
 	return c.Events(ctx, opts.since, opts.follow, func(e ctl.Event) error {
 		if opts.json {
-			return printJSON(e)
+			return enc.Encode(e)
 		}
 		fmt.Println(eventLine(e))
 		return nil
@@ -71,6 +74,9 @@ func eventLine(e ctl.Event) string {
 		}
 		if e.Outside {
 			return fmt.Sprintf("%d %s %-8s %s outside the mount%s", e.Seq, at, e.Kind, what, where)
+		}
+		if e.Rollback != 0 {
+			return fmt.Sprintf("%d %s %-8s %s by rollback %d", e.Seq, at, e.Kind, what, e.Rollback)
 		}
 		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d)%s", e.Seq, at, e.Kind, what, dash(shown(e.Command)), e.Pid, e.Uid, where)
 	case ctl.EventTurnBegin:

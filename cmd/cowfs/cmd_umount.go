@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 
 type umountOptions struct {
 	force bool
+	lazy  bool
 }
 
 func newUmountCommand() *cobra.Command {
@@ -21,9 +23,17 @@ func newUmountCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "umount [WORKSPACE]",
 		Short: "Unmount a workspace and stop its daemon",
-		Long: `Ask the workspace's daemon to unmount and exit, and wait until it has. If no
-daemon answers, clear a stale mount left by one that died; with --force, also
-detach a cowfs mount whose daemon hangs.`,
+		Long: `Ask the workspace's daemon to unmount and exit, and wait until it has.
+
+If processes still use the workspace (a shell whose working directory is in
+it, an open file), say which at once, with their pids and commands, and leave
+it mounted (exit 4). With --lazy, detach it now instead: it vanishes from the
+filesystem tree, the processes still in it keep working (still journaled),
+and the daemon closes the journal and exits when the last of them lets go.
+The command itself may run from inside the workspace.
+
+If no daemon answers, clear a stale mount left by one that died; with
+--force, also detach a cowfs mount whose daemon hangs.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -33,12 +43,18 @@ detach a cowfs mount whose daemon hangs.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.force, "force", false, "detach the mount even if its daemon does not answer")
+	cmd.Flags().BoolVar(&opts.lazy, "lazy", false, "detach a busy mount now; the daemon finishes when the last process using it lets go")
 	return cmd
 }
 
 func runUmount(opts umountOptions) error {
 	c, loc, err := client()
 	if err != nil {
+		return err
+	}
+	// Run from inside the workspace, this command would hold the mount
+	// itself.
+	if err := os.Chdir("/"); err != nil {
 		return err
 	}
 	ctx, cancel := requestContext()
@@ -58,17 +74,70 @@ func runUmount(opts umountOptions) error {
 	if err != nil {
 		return err
 	}
+	m, isMounted := daemon.CowfsMount(st.Mountpoint)
+	if isMounted && !opts.lazy {
+		if hs := m.Holders(); len(hs) > 0 {
+			return busyError(st.Mountpoint, hs, false)
+		}
+	}
 	if err := c.Shutdown(ctx); err != nil {
 		return err
 	}
 	// The daemon removes its socket once it has unmounted and closed
-	// the journal, then exits.
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// the journal, then exits. If processes still use the mount — with
+	// --lazy, or one that came in after the check above — it detached
+	// it and stays until they let go: say who they are.
+	var scanned time.Time
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		_, err := os.Stat(loc.Socket())
 		if errors.Is(err, os.ErrNotExist) && daemon.Exited(st.Pid) {
 			fmt.Fprintf(os.Stderr, "cowfs: unmounted %s\n", st.Mountpoint)
 			return nil
 		}
+		if time.Since(start) > time.Minute {
+			return fmt.Errorf("daemon %d has not exited after a minute; see its log, %s", st.Pid, loc.Log())
+		}
+		// Unmounted (or detached) a moment ago and the daemon not gone:
+		// look for holders, now and then (it reads all of /proc).
+		if !isMounted || m.Attached() || time.Since(start) < 200*time.Millisecond || time.Since(scanned) < time.Second {
+			continue
+		}
+		scanned = time.Now()
+		hs := m.Holders()
+		if len(hs) == 0 {
+			continue // the last one just left; the daemon is finishing
+		}
+		if !opts.lazy {
+			return busyError(st.Mountpoint, hs, true)
+		}
+		fmt.Fprintf(os.Stderr, "cowfs: detached %s; daemon %d closes the journal and exits when these processes let go:\n%s",
+			st.Mountpoint, st.Pid, holderLines(hs))
+		return nil
 	}
-	return fmt.Errorf("daemon %d has not exited after a minute: processes may still use %s (it was detached)", st.Pid, st.Mountpoint)
+}
+
+// busyError says who keeps the mountpoint busy, and what to do.
+func busyError(mnt string, hs []daemon.Holder, detached bool) error {
+	what := "nothing was unmounted"
+	if detached {
+		what = "they came in as it was unmounted: it is detached, and the daemon exits when they let go"
+	}
+	return codedError{fmt.Errorf("%s is in use; %s:\n%sleave it (cd elsewhere) or end them and run 'cowfs umount' again, or 'cowfs umount --lazy' to detach it now",
+		mnt, what, holderLines(hs)), exitBusy}
+}
+
+// holderLines lists holders, one a line, names escaped.
+func holderLines(hs []daemon.Holder) string {
+	var b strings.Builder
+	for _, h := range hs {
+		var uses []string
+		for _, u := range h.Uses {
+			uses = append(uses, u.What+" "+shown(u.Path))
+		}
+		if h.More > 0 {
+			uses = append(uses, fmt.Sprintf("and %d more", h.More))
+		}
+		fmt.Fprintf(&b, "  pid %d (%s): %s\n", h.Pid, shown(h.Command), strings.Join(uses, "; "))
+	}
+	return b.String()
 }

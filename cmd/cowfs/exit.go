@@ -29,14 +29,16 @@ const exitCodeHelp = `Exit codes:
   1  error
   2  bad usage or bad request
   3  no daemon is running for the workspace
-  4  busy: a turn is open (or another rollback runs)
+  4  busy: a turn is open (or another rollback runs); umount: processes
+     still use the workspace (they are named)
   5  not found: no such turn or path
   6  the turn has left the rollback window
   7  conflict: the request contradicts the state (no open turn, id in use)
   8  cannot mount: no /dev/fuse, not permitted, workspace missing or
-     already mounted, journal locked; or refused: a system directory,
-     the journal or state inside the workspace, a .cowfs cowfs did not
-     make
+     already mounted, journal locked; or refused: / or a system
+     directory (also through a symlink, or beneath /proc, /sys, /dev),
+     the journal or state inside the workspace or the mountpoint, a
+     .cowfs cowfs did not make
   9  partial rollback: a step failed (no space, an I/O error); no marker
      was left and no turn reverted; run the same rollback again once the
      cause is gone, or 'cowfs unrevert' to undo what it did`

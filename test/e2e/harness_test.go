@@ -231,3 +231,21 @@ func (w *workspace) pauseRollbacks(n int) (paused func(), resume func()) {
 	w.t.Cleanup(resume) // never leave a daemon paused
 	return paused, resume
 }
+
+// killDuringRollback runs `cowfs rollback ARGS`, waits until the daemon
+// (pid) pauses it (pauseRollbacks), kills the daemon and waits until it
+// is gone.
+func (w *workspace) killDuringRollback(pid int, paused func(), args ...string) {
+	w.t.Helper()
+	rb := exec.Command(cowfsBin, append([]string{"-w", w.mnt, "rollback"}, args...)...)
+	rb.Env = w.env()
+	if err := rb.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	paused()
+	syscall.Kill(pid, syscall.SIGKILL)
+	rb.Wait()
+	if !waitExit(pid, 10*time.Second) {
+		w.t.Fatalf("daemon %d survived SIGKILL", pid)
+	}
+}

@@ -3,12 +3,9 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cowfs/cowfs/ctl"
 )
@@ -44,17 +41,7 @@ func TestKillDuringRollback(t *testing.T) {
 
 	// The rollback brings the tree back first (newest records first),
 	// then the files. Kill the daemon while it is paused after step 20.
-	rb := exec.Command(cowfsBin, "-w", w.mnt, "rollback", "1")
-	rb.Env = w.env()
-	if err := rb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	paused()
-	syscall.Kill(pid, syscall.SIGKILL)
-	rb.Wait()
-	if !waitExit(pid, 10*time.Second) {
-		t.Fatalf("daemon %d survived SIGKILL", pid)
-	}
+	w.killDuringRollback(pid, paused, "1")
 	w.daemonEnv = nil // the restart runs through
 	// Half done: the workspace is between the two states.
 	if b, _ := os.ReadFile(filepath.Join(w.dir, "src/f0000")); string(b) != "rewritten\n" {

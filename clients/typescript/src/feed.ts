@@ -4,11 +4,12 @@
 // close(). Every change made through the mount, by any process, arrives
 // there before it reaches the workspace, tagged with the cowfs step it
 // happened in; the feed maps steps back to the model step and tool call
-// the harness marked. Changes a rollback makes are not in the stream (they
-// are the daemon's own): the feed turns the reply of each rewind History
-// makes into FileChanged events, emitted when the stream reaches that
-// rollback's own event, so listeners see every change in the order it
-// happened.
+// the harness marked. A rollback or an unrevert puts one change event per
+// path it touched in the stream (with its rollback id, no process), then
+// its own event: the feed holds those changes until that event, to tell
+// which rewind History made them with (undo, redo, revert, unrevert; a
+// rewind made elsewhere is a revert or an unrevert), and emits them then,
+// so listeners see every change in the order it happened.
 //
 // Waiting: endTurn() and the rewinds resolve once the stream has handled
 // their turn_end (or rollback) event, so every FileChanged of the turn, or
@@ -16,7 +17,7 @@
 // come within eventWait ms (the stream is down), they resolve anyway.
 
 import type { CowfsClient } from "./client.js";
-import type { ChangeKind, Event, RollbackResult } from "./types.js";
+import type { Event, EventKind, RollbackResult } from "./types.js";
 
 /** What happened to a path, in the snapshots() vocabulary. */
 export type FileChange = "created" | "updated" | "deleted" | "moved";
@@ -43,9 +44,9 @@ export interface FileChangedEvent {
   pid: number;
   /** Its command name (`/proc/PID/comm`); `cowfs` for a rewind. */
   command: string;
-  /** cowfs's own word: created, modified, deleted, renamed or metadata (mode, owner, times, xattrs). */
-  kind?: ChangeKind;
-  /** The event's seq in the daemon's stream (absent for a rewind's changes). */
+  /** cowfs's own word: created, modified, deleted, moved or metadata (mode, owner, times, xattrs); for a rewind restored, recovered, deleted or moved. */
+  kind?: EventKind;
+  /** The event's seq in the daemon's stream. */
   seq?: number;
   /** Set when a rewind made the change. */
   cause?: RewindCause;
@@ -80,6 +81,8 @@ export class ChangeFeed {
   private lastEnded = 0;
 
   private readonly pendings: Pending[] = [];
+  /** A rewind's changes, held until its own event says which rewind it was. */
+  private rewound: Event[] = [];
   private readonly waiters = new Set<{ match: (e: Event) => boolean; done: () => void }>();
 
   /** Follows client's events after since; rewinds are reported with daemonPid. */
@@ -171,18 +174,31 @@ export class ChangeFeed {
         this.lastEnded = Math.max(this.lastEnded, e.turn ?? 0);
         break;
       case "change":
-        this.emit(this.changeOf(e));
+        if (e.rollback !== undefined) this.rewound.push(e);
+        else this.emit(this.changeOf(e));
         break;
       case "rollback":
       case "unrevert": {
-        // A rewind History made: its reply says what it changed. The
-        // stream waits for the reply, so what follows comes after.
+        // Its changes came just before. If History made it, its reply
+        // names the rewind; the stream waits for the reply, so what
+        // follows comes after.
         const p = this.pendings.find((x) => x.type === e.type);
         const res = p === undefined ? undefined : await p.reply;
-        if (p !== undefined && res !== undefined && res.rollback === e.rollback) {
-          for (const c of rewindChanges(res, p.cause, this.daemonPid)) this.emit(c);
-          p.delivered();
+        const mine = p !== undefined && res !== undefined && res.rollback === e.rollback;
+        const cause: RewindCause = mine ? p.cause : e.type === "rollback" ? "revert" : "unrevert";
+        for (const c of this.rewound.splice(0)) {
+          this.emit({
+            change: fileChangeOf(c.kind),
+            path: c.path ?? "",
+            from: c.from,
+            pid: this.daemonPid,
+            command: "cowfs",
+            kind: c.kind,
+            seq: c.seq,
+            cause,
+          });
         }
+        if (mine) p.delivered();
         break;
       }
     }
@@ -252,36 +268,16 @@ export class ChangeFeed {
   }
 }
 
-function fileChangeOf(kind: ChangeKind | undefined): FileChange {
+function fileChangeOf(kind: EventKind | undefined): FileChange {
   switch (kind) {
     case "created":
+    case "recovered":
       return "created";
     case "deleted":
       return "deleted";
-    case "renamed":
+    case "moved":
       return "moved";
     default:
-      return "updated"; // modified, metadata
+      return "updated"; // modified, metadata, restored
   }
-}
-
-/** The changes a rollback or unrevert made, from its reply. */
-function rewindChanges(res: RollbackResult, cause: RewindCause, pid: number): FileChangedEvent[] {
-  const out: FileChangedEvent[] = [];
-  for (const p of res.paths) {
-    const base = { path: p.path, pid, command: "cowfs", cause };
-    switch (p.action) {
-      case "restore":
-        out.push({ ...base, change: "updated" });
-        break;
-      case "recover":
-        out.push(p.from === undefined ? { ...base, change: "created" } : { ...base, change: "moved", from: p.from });
-        break;
-      case "delete":
-        // A rename undone is reported once, as the move back (its recover).
-        if (p.to === undefined) out.push({ ...base, change: "deleted" });
-        break;
-    }
-  }
-  return out;
 }

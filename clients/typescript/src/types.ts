@@ -43,8 +43,16 @@ export interface TurnList {
   outside_turns: number;
 }
 
-/** What happened to a path: in a turn's changes and in change events. */
+/** What a turn did to a path, net: in a turn's changes. */
 export type ChangeKind = "created" | "modified" | "deleted" | "renamed" | "metadata";
+
+/**
+ * What happened to a path in a change event: through the mount `created`,
+ * `modified`, `deleted`, `moved` (one event for a mv, with `from`) or
+ * `metadata`; by a rollback or an unrevert (the event has `rollback` and no
+ * process) `restored`, `recovered`, `deleted` or `moved` (back).
+ */
+export type EventKind = "created" | "modified" | "deleted" | "moved" | "metadata" | "restored" | "recovered";
 
 /** What a path is. */
 export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block";
@@ -229,7 +237,7 @@ export interface Event {
 
   // change: one event per journaled change, not netted.
   path?: string;
-  kind?: ChangeKind;
+  kind?: EventKind;
   from?: string;
   bytes?: number;
   pid?: number;
@@ -240,7 +248,7 @@ export interface Event {
   id?: string;
   anchor?: string;
 
-  // rollback, unrevert.
+  // rollback, unrevert; and a change a rollback or an unrevert made.
   rollback?: number;
   target?: number;
   counts?: RollbackCounts;
