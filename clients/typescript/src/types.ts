@@ -75,6 +75,14 @@ export interface Change {
   time: string;
   /** The step (tool call) the first change was made in. */
   step?: string;
+  /**
+   * Made (at least partly) outside the mount — by the host side of a
+   * sandbox, another mount namespace, or while cowfs was not running —
+   * and found at a turn boundary, a rollback or start-up. What it
+   * destroyed is unknown: a rollback leaves the path alone and reports
+   * it, unless forced.
+   */
+  outside?: boolean;
 }
 
 /** The body of `GET /v1/turns/{ref}`. */
@@ -108,6 +116,14 @@ export interface Status {
   latest_turn?: number;
   /** On disk. */
   journal_bytes: number;
+  /** The compressed content the window needs. */
+  content_bytes?: number;
+  /** Free on the journal's filesystem. */
+  free_bytes?: number;
+  /** The size bound (`--max-journal-size`); 0: none. */
+  max_journal_bytes?: number;
+  /** When turns last left the window before their time. */
+  pruned_early?: { through: number; reason: string; time: string };
   /** Why the journal became unusable; changes that need a record fail until the daemon restarts. */
   journal_error?: string;
   /** Rollbacks since the last turn began; the latest can be unreverted. */
@@ -222,6 +238,7 @@ export type EventType =
   | "step"
   | "rollback"
   | "unrevert"
+  | "turn_pruned"
   | "gap"
   | "journal_error";
 
@@ -243,8 +260,10 @@ export interface Event {
   pid?: number;
   uid?: number;
   command?: string;
+  /** A change found outside the mount (no process). */
+  outside?: boolean;
 
-  // turn_begin.
+  // turn_begin; turn_pruned (id).
   id?: string;
   anchor?: string;
 
@@ -253,6 +272,12 @@ export interface Event {
   target?: number;
   counts?: RollbackCounts;
   marker?: Marker;
+  /** A partial rollback: what failed. */
+  failure?: string;
+
+  // turn_pruned: why the turn left the window: "window",
+  // "max_journal_size" or "disk_full".
+  reason?: string;
 
   // journal_error.
   message?: string;
