@@ -22,5 +22,12 @@ func Exited(pid int) bool {
 	}
 	// pid (comm) state ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+	if i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
+		return false
+	}
+	// The thread group's leader turns zombie while its other threads
+	// may still be exiting — with the open files (a journal's lock)
+	// they share. Exited is the last of them.
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err != nil || len(tasks) <= 1
 }
