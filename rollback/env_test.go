@@ -633,3 +633,5 @@ func (w *ws) asideEntries() []string {
 	}
 	return names
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
