@@ -147,10 +147,9 @@ func TestRollbackConflicts(t *testing.T) {
 	}
 }
 
-// TestRollbackForce: with force, a change the turn made is undone even
-// where a change outside turns followed it; the outside change, which
-// has no pre-image of its own (KindOutside) or is not the target's
-// (Turn 0), is undone only as far as the journal can.
+// TestRollbackForce: with force, changes made through the mount
+// outside turns since the target turn began (journaled, with their
+// pre-images) are undone too: the workspace is as the turn found it.
 func TestRollbackForce(t *testing.T) {
 	w := newWS(t)
 	w.put("f", "original")
