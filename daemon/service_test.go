@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rescan"
 	"github.com/cowfs/cowfs/rollback"
 )
@@ -112,5 +114,54 @@ func TestPauseHook(t *testing.T) {
 		if ok && (h == nil) != (v == "") {
 			t.Errorf("%s=%q: hook %v", pauseEnv, v, h != nil)
 		}
+	}
+}
+
+// TestTurnSummaries: a turn lists the paths it changed (one step's
+// only, if asked), never cowfs's private directory; the turn list
+// counts paths changed outside turns; turns are found by number or id.
+func TestTurnSummaries(t *testing.T) {
+	td := newTestDaemon(t)
+	must(t, os.WriteFile(filepath.Join(td.ws, "b.txt"), []byte("b0\n"), 0o644))
+	td.begin()
+	td.step("s1")
+	td.create("a.txt", "a\n")
+	td.step("s2")
+	td.write("b.txt", "b1\n")
+	td.append(&journal.Record{Kind: journal.KindCreate, Path: ".cowfs/aside/x", Type: syscall.S_IFREG}, nil)
+	td.end()
+	td.write("b.txt", "between turns\n")
+	td.create("c.txt", "c\n")
+
+	paths := func(d ctl.TurnDetail) string {
+		var out []string
+		for _, c := range d.Changes {
+			out = append(out, string(c.Path)+":"+c.Kind)
+		}
+		return strings.Join(out, " ")
+	}
+	ctx := context.Background()
+	for _, c := range []struct{ ref, step, want string }{
+		{"1", "", "a.txt:created b.txt:modified"},
+		{"1", "s1", "a.txt:created"},
+		{"1", "s2", "b.txt:modified"},
+		{"1", "none", ""},
+	} {
+		d, err := td.svc().Turn(ctx, c.ref, c.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(d); got != c.want {
+			t.Errorf("turn %s step %q: %s, want %s", c.ref, c.step, got, c.want)
+		}
+	}
+	list, err := td.svc().Turns(ctx)
+	must(t, err)
+	if len(list.Turns) != 1 || list.Turns[0].State != ctl.StateClosed || list.OutsideTurns != 2 {
+		t.Errorf("turns: %+v", list)
+	}
+	var ce *ctl.Error
+	if _, err := td.svc().Turn(ctx, "2", ""); !errors.As(err, &ce) || ce.Code != ctl.CodeNotFound {
+		t.Errorf("turn 2: %v", err)
 	}
 }
