@@ -394,3 +394,61 @@ func TestUnrevertStoppedThenRetried(t *testing.T) {
 	}
 	w.turn(func() {}) // a turn can begin: nothing is left half done
 }
+
+// TestResumeKeepsRunTimeConflicts: a conflict a run finds before a crash
+// (here f, replaced behind cowfs's back while the rollback runs) is
+// still reported, and its records still count as not undone, when
+// Resume finishes the run from where it stopped.
+func TestResumeKeepsRunTimeConflicts(t *testing.T) {
+	run := func(t *testing.T, crashAt int) (*Outcome, *ws) {
+		w := newWS(t)
+		w.put("f", "original")
+		t1 := w.turn(func() {
+			w.create("m", "m")
+			w.write("f", 0, "TURN")
+			w.create("n", "n")
+		})
+		w.env.AfterStep = func(step int) {
+			if step == 1 {
+				must(t, os.WriteFile(w.abs("f.new"), []byte("replaced by hand"), 0o644))
+				must(t, os.Rename(w.abs("f.new"), w.abs("f")))
+			}
+			if step == crashAt {
+				panic(crash{})
+			}
+		}
+		if crashAt == 0 {
+			out := w.rollback(t1, false)
+			w.env.AfterStep = nil
+			return out, w
+		}
+		func() {
+			defer func() {
+				if _, ok := recover().(crash); !ok {
+					t.Fatal("no crash")
+				}
+			}()
+			Rollback(w.env, t1, false, false)
+		}()
+		w.restart(w.opts)
+		outs, err := Resume(w.env)
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("resume: %+v, %v", outs, err)
+		}
+		return outs[0], w
+	}
+	want, w0 := run(t, 0)
+	wantReport(t, "uninterrupted", want.Report, "f skip ("+reasonMismatch+")", "m delete", "n delete")
+	rbs0, _ := w0.j.Rollbacks()
+	got, w := run(t, 4)
+	if actions(got.Report) != actions(want.Report) || got.Counts != want.Counts {
+		t.Errorf("resumed: %s %+v\nuninterrupted: %s %+v", actions(got.Report), got.Counts, actions(want.Report), want.Counts)
+	}
+	rbs, _ := w.j.Rollbacks()
+	if len(rbs) != 1 || len(rbs0) != 1 || fmt.Sprint(rbs[0].Skipped) != fmt.Sprint(rbs0[0].Skipped) || len(rbs[0].Skipped) == 0 {
+		t.Errorf("records not undone: resumed %v, uninterrupted %v", rbs, rbs0)
+	}
+	if got := w.read("f"); got != "replaced by hand" {
+		t.Errorf("f = %q", got)
+	}
+}
