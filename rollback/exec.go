@@ -28,6 +28,10 @@ type executor struct {
 
 	skipped []uint64          // steps skipped for a conflict found at run time
 	reasons map[string]string // path -> why it was skipped
+
+	// progress, if set, stores that the steps before next are done,
+	// after each step (see saveProgress).
+	progress func(next int) error
 }
 
 // skipError is a step that must not or cannot run; the reason is
@@ -53,6 +57,11 @@ func (x *executor) run(plan *Plan, from int) (int, error) {
 	for i := from; i < len(plan.Steps); i++ {
 		if err := x.do(&plan.Steps[i]); err != nil {
 			return i, err
+		}
+		if x.progress != nil {
+			if err := x.progress(i + 1); err != nil {
+				return i, err // done; a retry finds it done
+			}
 		}
 		if h := x.env.AfterStep; h != nil {
 			h(i + 1)

@@ -116,6 +116,7 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), recs: index(recs),
 		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
+	x.progress = saveProgress(env, rb, plan, x, true)
 	failed, ferr := x.run(plan, from)
 	learn(plan, x)
 	rb.Skipped = plan.Skipped
@@ -142,6 +143,31 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 	}
 	out.Marker, out.Counts = &m, Count(out.Report)
 	return out, nil
+}
+
+// saveProgress returns the executor's progress hook for the stored
+// rollback rb (or its unrevert): after each step it stores how far the
+// run got (rb.Next), and the conflicts found at run time so far, folded
+// into the stored plan. A run a crash interrupts goes on from there
+// (Resume). It must not start again from the first step: a step done
+// before the crash, followed by a later step that moved what it
+// changed (a rename undone), would find its path holding another inode
+// and report a conflict that is not one. Only the last step may run
+// twice, and each step finds its own result already there.
+func saveProgress(env *Env, rb *journal.Rollback, plan *Plan, x *executor, rollback bool) func(int) error {
+	return func(next int) error {
+		var stored []byte
+		if len(x.skipped) > 0 {
+			learn(plan, x)
+			x.skipped = nil
+			stored = mustJSON(plan)
+		}
+		rb.Next = next
+		if rollback {
+			rb.Skipped = plan.Skipped
+		}
+		return env.Journal.SaveRollback(rb, stored)
+	}
 }
 
 // learn folds what a run found into its plan: steps skipped for a
@@ -222,7 +248,8 @@ func storedPlan(j *journal.Journal, rb *journal.Rollback) (*Plan, error) {
 
 // Unrevert undoes the last rollback since the last turn began, putting
 // the workspace back as it was just before it. Changes made since (outside
-// turns) to what the rollback touched are skipped unless force.
+// turns) to what the rollback touched are skipped unless force. An
+// unrevert that stopped at a failed step is gone on with from there.
 func Unrevert(env *Env, force bool) (*Outcome, error) {
 	g := env.Journal.Exclusive()
 	defer g.Leave()
@@ -232,6 +259,15 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	}
 	if err := rescan(env, g); err != nil {
 		return nil, err
+	}
+	if rb.State == journal.RollbackUnreverting {
+		// An unrevert stopped at a step that failed: go on with it,
+		// from that step.
+		plan, err := storedPlan(env.Journal, rb)
+		if err != nil {
+			return nil, err
+		}
+		return finishUnrevert(env, rb, plan, nil)
 	}
 	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
 	if err != nil {
@@ -245,7 +281,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	}
 	plan.Target, plan.From, plan.To = rb.Target, rb.To, env.Journal.NextSeq()
 	plan.Report = p.report(plan, recs)
-	rb.State = journal.RollbackUnreverting
+	rb.State, rb.Next = journal.RollbackUnreverting, 0
 	if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
 		return nil, err
 	}
@@ -254,11 +290,12 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 
 func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, recs []*journal.Record) (*Outcome, error) {
 	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID), recs: index(recs)}
+	x.progress = saveProgress(env, rb, plan, x, false)
 	// An unrevert journals nothing (the rollback's own records are what
 	// it undoes), so a step that fails stops it with an error: the
 	// rollback stays, and the unrevert can be tried again; its finished
 	// steps find their results already there.
-	_, err := x.run(plan, 0)
+	_, err := x.run(plan, rb.Next)
 	if env.Unjournaled != nil {
 		if aerr := env.Unjournaled(stepPaths(plan)); aerr != nil && err == nil {
 			err = aerr
@@ -296,7 +333,7 @@ func Resume(env *Env) ([]*Outcome, error) {
 		var out *Outcome
 		switch rb.State {
 		case journal.RollbackRunning:
-			out, err = finishRollback(env, g, rb, plan, nil, 0)
+			out, err = finishRollback(env, g, rb, plan, nil, rb.Next)
 		case journal.RollbackUnreverting:
 			out, err = finishUnrevert(env, rb, plan, nil)
 		}
@@ -319,14 +356,16 @@ func rescan(env *Env, g journal.Gate) error {
 	return nil
 }
 
-// lastRollback returns the rollback an unrevert undoes.
+// lastRollback returns the rollback an unrevert undoes (or is undoing:
+// one that stopped at a failed step).
 func lastRollback(j *journal.Journal) (*journal.Rollback, error) {
 	rbs, err := j.Rollbacks()
 	if err != nil {
 		return nil, err
 	}
 	for i := len(rbs) - 1; i >= 0; i-- {
-		if rbs[i].State == journal.RollbackDone || rbs[i].State == journal.RollbackPartial {
+		switch rbs[i].State {
+		case journal.RollbackDone, journal.RollbackPartial, journal.RollbackUnreverting:
 			return &rbs[i], nil
 		}
 	}

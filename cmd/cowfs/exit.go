@@ -91,3 +91,34 @@ func exactArgs(n int) func(*cobra.Command, []string) error {
 		return nil
 	}
 }
+
+// usageErrors makes cobra's own complaints about how cmd or one of its
+// subcommands was called — the number of arguments, an unknown or
+// malformed flag, a required flag missing — usage errors (exit 2), as
+// the exit codes promise; cobra returns them as plain errors (exit 1).
+func usageErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	if cmd.Runnable() {
+		args := cmd.Args
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if args != nil {
+				if err := args(c, a); err != nil {
+					var ue usageError
+					if errors.As(err, &ue) {
+						return err
+					}
+					return usageError{err}
+				}
+			}
+			// Flags are parsed by now; cobra would check this after
+			// the arguments anyway.
+			if err := c.ValidateRequiredFlags(); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageErrors(sub)
+	}
+}

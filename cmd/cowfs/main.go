@@ -55,6 +55,7 @@ or the nearest parent with a mounted workspace).
 		newEventsCommand(),
 		newDiffCommand(),
 	)
+	usageErrors(root)
 	return root
 }
 

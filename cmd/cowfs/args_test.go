@@ -1,0 +1,74 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// run runs cowfs with args as main does, and returns its exit code and
+// error. No daemon runs: the workspace is an empty temporary directory
+// with its own state root.
+func run(t *testing.T, args ...string) (int, error) {
+	t.Helper()
+	t.Setenv("COWFS_STATE_DIR", t.TempDir())
+	global = globalOptions{}
+	root := newRootCommand()
+	root.SetArgs(append([]string{"-w", t.TempDir()}, args...))
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	_, err := root.ExecuteC()
+	return exitCode(err), err
+}
+
+// TestArguments: a command called with the wrong arguments or flags
+// fails with the usage exit code before it looks for a daemon; called
+// right, it looks, finds none, and says so (exit 3).
+func TestArguments(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "extra"}, exitUsage},
+		{[]string{"log", "extra"}, exitUsage},
+		{[]string{"show"}, exitUsage},
+		{[]string{"show", "1", "2"}, exitUsage},
+		{[]string{"turn", "begin", "extra"}, exitUsage},
+		{[]string{"turn", "end", "extra"}, exitUsage},
+		{[]string{"rollback"}, exitUsage},
+		{[]string{"rollback", "1", "2"}, exitUsage},
+		{[]string{"undo", "1"}, exitUsage},
+		{[]string{"unrevert", "1"}, exitUsage},
+		{[]string{"markers", "1"}, exitUsage},
+		{[]string{"events", "1"}, exitUsage},
+		{[]string{"cat", "--at", "1"}, exitUsage},
+		{[]string{"cat", "f"}, exitUsage}, // --at is required
+		{[]string{"mount"}, exitUsage},
+		{[]string{"mount", "--window", "0", "/nonexistent"}, exitUsage},
+		{[]string{"diff"}, exitUsage},
+		{[]string{"diff", "1", "2", "3"}, exitUsage},
+		{[]string{"umount", "a", "b"}, exitUsage},
+		{[]string{"status", "--no-such-flag"}, exitUsage},
+		{[]string{"rollback", "--dry-run=maybe", "1"}, exitUsage},
+
+		{[]string{"--help"}, exitOK},
+		{[]string{"--version"}, exitOK},
+		{[]string{"rollback", "--help"}, exitOK},
+		{[]string{"turn", "begin", "--help"}, exitOK},
+
+		{[]string{"status"}, exitNotRunning},
+		{[]string{"log"}, exitNotRunning},
+		{[]string{"show", "1"}, exitNotRunning},
+		{[]string{"turn", "begin"}, exitNotRunning},
+		{[]string{"rollback", "1"}, exitNotRunning},
+		{[]string{"diff", "1"}, exitNotRunning},
+		{[]string{"diff", "1", "now"}, exitNotRunning},
+		{[]string{"cat", "--at", "1", "f"}, exitNotRunning},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			if code, err := run(t, c.args...); code != c.code {
+				t.Errorf("exit %d (%v), want %d", code, err, c.code)
+			}
+		})
+	}
+}

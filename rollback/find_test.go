@@ -1,0 +1,90 @@
+package rollback
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// TestFind: what a path held when a turn began (cat --at, diff) is
+// found through later renames, removals kept aside and overwrites, and
+// materialized byte for byte; a path that did not exist is reported so.
+func TestFind(t *testing.T) {
+	w := newWS(t)
+	w.put("f", "0123456789")
+	w.put("d/x", "in d")
+	w.put("gone", "removed later")
+	w.put("r", "replaced later")
+	t1 := w.turn(func() {
+		w.write("f", 2, "ab")
+		w.truncate("f", 6)
+		w.create("new", "new in turn 1")
+	})
+	w.turn(func() {
+		w.rename("d", "e", 0)
+		w.write("e/x", 0, "IN E, LONGER")
+		w.remove("gone")
+		w.create("tmp", "replacement")
+		w.rename("tmp", "r", 0)
+		w.write("f", 0, "F")
+	})
+	t3 := w.begin()
+	w.end()
+
+	var all []*journal.Record
+	must(t, w.j.Scan(0, 0, true, func(r *journal.Record) error { all = append(all, r); return nil }))
+	since := func(turn journal.Turn) []*journal.Record {
+		var out []*journal.Record
+		for _, r := range all {
+			if r.Seq >= turn.StartSeq {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	// read returns what p held when recs began, "-" if nothing.
+	read := func(recs []*journal.Record, p string) (string, error) {
+		v, err := Find(w.env.Tree, recs, p, func(n string) string { return aside.Prefix + n }, w.dev)
+		switch {
+		case err != nil:
+			return "", err
+		case !v.Exists:
+			return "-", nil
+		case v.Type != syscall.S_IFREG:
+			return "", errors.New("not a file")
+		}
+		tmp, err := os.CreateTemp(t.TempDir(), "v")
+		must(t, err)
+		defer tmp.Close()
+		must(t, v.Materialize(w.env.Tree, w.j, tmp))
+		b, err := os.ReadFile(tmp.Name())
+		return string(b), err
+	}
+	for _, c := range []struct {
+		turn journal.Turn
+		path string
+		want string // "-": did not exist
+	}{
+		{t1, "f", "0123456789"},
+		{t1, "d/x", "in d"},
+		{t1, "e/x", "-"},
+		{t1, "gone", "removed later"},
+		{t1, "r", "replaced later"},
+		{t1, "new", "-"},
+		{w.turnNum(2), "f", "01ab45"},
+		{w.turnNum(2), "new", "new in turn 1"},
+		{t3, "e/x", "IN E, LONGER"},
+		{t3, "d/x", "-"},
+		{t3, "gone", "-"},
+		{t3, "r", "replacement"},
+	} {
+		got, err := read(since(c.turn), c.path)
+		if err != nil || got != c.want {
+			t.Errorf("turn %d %s = %q, %v; want %q", c.turn.Num, c.path, got, err, c.want)
+		}
+	}
+}
