@@ -35,6 +35,14 @@ type Turn struct {
 	JournalBytes int64 `json:"journal_bytes"` // bytes the turn added to the journal
 }
 
+// Resources are what the daemon process holds.
+type Resources struct {
+	Goroutines  int   `json:"goroutines"`
+	OpenFiles   int   `json:"open_files"` // descriptors
+	RSSBytes    int64 `json:"rss_bytes"`
+	MaxRSSBytes int64 `json:"max_rss_bytes"` // the peak since it started
+}
+
 // Turn states.
 const (
 	StateOpen   = "open"
@@ -124,6 +132,8 @@ type Status struct {
 	// Unrevertable counts the rollbacks since the last turn began; the
 	// latest can be unreverted.
 	Unrevertable int `json:"unrevertable"`
+	// The daemon's own resources, to watch for leaks and bound memory.
+	Resources Resources `json:"resources"`
 }
 
 // TurnRef names a turn by number or by the harness's id. In JSON it is

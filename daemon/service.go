@@ -29,6 +29,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
 		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
+		Resources: resources(),
 	}
 	if u, err := d.j.Usage(); err == nil {
 		st.JournalBytes, st.ContentBytes, st.FreeBytes = u.Bytes, u.Content, u.Free
