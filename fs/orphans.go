@@ -20,9 +20,13 @@ import (
 // OnForget is not used for that: it can be called for a node still in
 // use.)
 type orphans struct {
-	mu     sync.Mutex
-	at     map[string]*Node
-	placed int
+	mu sync.Mutex
+	at map[string]*Node
+	// beneath counts the entries of at beneath each directory, so that
+	// moving a path with nothing beneath it — every one of the thousands
+	// of files a rollback moves aside — costs no scan of at.
+	beneath map[string]int
+	placed  int
 	// left, if set, is called with a place a node left for another: an
 	// aside entry kept only for that node can go. It must not block
 	// (it is called with o.mu held).
@@ -35,17 +39,14 @@ func (o *orphans) place(n *Node, p string) {
 	defer o.mu.Unlock()
 	if old := n.movedTo.Load(); old != nil && *old != p {
 		if o.at[*old] == n {
-			delete(o.at, *old)
+			o.del(*old)
 		}
 		if o.left != nil {
 			o.left(*old)
 		}
 	}
 	n.movedTo.Store(&p)
-	if o.at == nil {
-		o.at = map[string]*Node{}
-	}
-	o.at[p] = n
+	o.set(p, n)
 	if o.placed++; o.placed%pruneOrphansEvery == 0 {
 		o.prune()
 	}
@@ -58,7 +59,36 @@ const pruneOrphansEvery = 4096
 func (o *orphans) prune() {
 	for p, n := range o.at {
 		if n.Forgotten() {
-			delete(o.at, p)
+			o.del(p)
+		}
+	}
+}
+
+// set records n at p. The caller holds o.mu.
+func (o *orphans) set(p string, n *Node) {
+	if o.at == nil {
+		o.at, o.beneath = map[string]*Node{}, map[string]int{}
+	}
+	if _, ok := o.at[p]; !ok {
+		o.count(p, 1)
+	}
+	o.at[p] = n
+}
+
+// del forgets the entry at p. The caller holds o.mu.
+func (o *orphans) del(p string) {
+	if _, ok := o.at[p]; ok {
+		delete(o.at, p)
+		o.count(p, -1)
+	}
+}
+
+// count adds d to the count of every directory above p.
+func (o *orphans) count(p string, d int) {
+	for i := strings.LastIndexByte(p, '/'); i >= 0; i = strings.LastIndexByte(p[:i], '/') {
+		dir := p[:i]
+		if o.beneath[dir] += d; o.beneath[dir] == 0 {
+			delete(o.beneath, dir)
 		}
 	}
 }
@@ -94,7 +124,7 @@ func (o *orphans) take(p string) *Node {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := o.at[p]
-	delete(o.at, p)
+	o.del(p)
 	return n
 }
 
@@ -103,13 +133,19 @@ func (o *orphans) take(p string) *Node {
 func (o *orphans) moved(from, to string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.beneath[from] == 0 {
+		return
+	}
 	prefix := from + "/"
+	moved := map[string]*Node{}
 	for p, n := range o.at {
 		if strings.HasPrefix(p, prefix) {
-			np := to + p[len(from):]
-			delete(o.at, p)
-			o.at[np] = n
-			n.movedTo.Store(&np)
+			moved[to+p[len(from):]] = n
+			o.del(p)
 		}
+	}
+	for np, n := range moved {
+		o.set(np, n)
+		n.movedTo.Store(&np)
 	}
 }

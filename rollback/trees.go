@@ -3,6 +3,7 @@ package rollback
 import (
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,8 +19,10 @@ import (
 //
 // The plan folds the removes beneath a directory into the directory's
 // own remove (Step.Covers) only when nothing else the plan does touches
-// the tree: every step on a path beneath it is a runnable remove, and
-// no rename or exchange runs between the first of them and the
+// the tree: every step on a path beneath it is a runnable remove or a
+// rename with both ends beneath it and nothing kept aside to bring back
+// (tools rename inside the trees they make: an npm install, a build),
+// and no other rename or exchange runs between the first of them and the
 // directory's own step (so the paths they name stay where they are).
 // The executor still checks, when it gets there, that the directory
 // holds nothing but what those removes name, each inode with no other
@@ -51,9 +54,9 @@ func foldTrees(pl *Plan) {
 				top, ok := tops[d]
 				switch {
 				case !ok:
-				case s.Op != opRemove || s.Skip != "" || i > top:
+				case s.Skip != "" || i > top || !(s.Op == opRemove || renameWithin(&s, d)):
 					bad[d] = true
-				default:
+				case p == s.Path:
 					under[d] = append(under[d], i)
 				}
 			}
@@ -65,7 +68,9 @@ func foldTrees(pl *Plan) {
 			continue
 		}
 		top := tops[d]
-		if slices.ContainsFunc(pl.Steps[steps[0]:top], func(s Step) bool { return s.Op == opRename || s.Op == opExchange }) {
+		if slices.ContainsFunc(pl.Steps[steps[0]:top], func(s Step) bool {
+			return (s.Op == opRename || s.Op == opExchange) && !renameWithin(&s, d)
+		}) {
 			continue
 		}
 		for _, i := range steps {
@@ -83,6 +88,15 @@ func foldTrees(pl *Plan) {
 		}
 	}
 	pl.Steps = kept
+}
+
+// renameWithin reports whether s renames one path beneath d to another,
+// bringing nothing back from the aside area: folded into d's remove, it
+// need not run when the whole tree goes aside.
+func renameWithin(s *Step, d string) bool {
+	prefix := d + "/"
+	return s.Op == opRename && s.Aside == "" && s.Ino2 == 0 &&
+		strings.HasPrefix(s.Path, prefix) && strings.HasPrefix(s.Path2, prefix)
 }
 
 // outermost reports whether no directory above d is folded too.
