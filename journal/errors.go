@@ -21,6 +21,9 @@ var (
 	// change; the change must not happen. Errors with it also match
 	// syscall.ENOSPC.
 	ErrNoSpace = errors.New("journal: not enough free space to record the change")
+	// ErrUnreadable: the journal's database cannot be opened: corrupted,
+	// or written by something else.
+	ErrUnreadable = errors.New("unreadable journal")
 	// ErrFormat: the journal was written in a format this build does not read.
 	ErrFormat = errors.New("unsupported journal format")
 )

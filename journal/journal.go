@@ -91,7 +91,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 	db, err := badger.Open(badgerOptions(filepath.Join(dir, "badger"), opts))
 	if err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("journal: open badger in %s: %w", dir, err)
+		// Cowfs wrote nothing anywhere yet: say what is wrong and what to
+		// do, and leave both the journal and the workspace as they are.
+		return nil, fmt.Errorf("%w: the journal in %s cannot be opened (%v); nothing in the workspace was touched. "+
+			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
 	j := &Journal{db: db, dir: dir, lock: lock, opts: opts, log: opts.Logger}
 	if j.log == nil {
