@@ -59,6 +59,10 @@ type Daemon struct {
 	mount   *fs.Mount
 	srv     *ctl.Server
 
+	offline bool     // OpenOffline: no mount, turns refused
+	private string   // OpenOffline: the private socket's directory
+	logFile *os.File // OpenOffline: its log, if it opened one
+
 	// Notes are things Start did that the user should hear about.
 	Notes []string
 
@@ -131,51 +135,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 
-	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, MaxSize: opts.MaxJournalSize, Sync: opts.Sync, Logger: log}); err != nil {
-		return nil, err
-	}
-
-	// Open the backing directory before the mount covers it: the
-	// daemon reaches it through /proc/self/fd/N from then on.
-	if d.rootFd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", ws, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(d.rootFd, &st); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", ws, err)
-	}
-	d.rootDev = st.Dev
-	d.tree = backing.NewTree(d.rootFd)
-	token, err := d.j.Binding()
-	if err != nil {
-		return nil, err
-	}
-	if d.area, err = aside.Open(d.rootFd, token); err != nil {
-		if errors.Is(err, aside.ErrForeign) {
-			p := filepath.Join(ws, aside.Dir)
-			return nil, fmt.Errorf("%w: %s is not cowfs's private directory for this workspace (%v); cowfs did not use, change or delete anything in it. Move it away (mv %s %s.old) and mount again", ErrPlacement, p, err, p, p)
-		}
-		return nil, err
-	}
-	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
-		return nil, err
-	}
-	d.j.SetDropAside(d.area.Drop)
-	// Finish a rollback and a prune a crash interrupted, before
-	// anything new happens; then find what changed while cowfs was not
-	// running.
-	if err := d.resume(); err != nil {
-		return nil, err
-	}
-	if found, err := d.rescan(false); err != nil {
-		return nil, err
-	} else if len(found) > 0 {
-		d.Notes = append(d.Notes, fmt.Sprintf("%d paths were changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", len(found)))
-	}
-	if err := d.j.Prune(d.area.Drop); err != nil {
-		return nil, err
-	}
-	if err := d.sweepAside(); err != nil {
+	if err := d.open(ws, jdir); err != nil {
 		return nil, err
 	}
 
@@ -207,6 +167,63 @@ func Start(opts Options) (_ *Daemon, err error) {
 	}()
 	log.Info("mounted", "workspace", ws, "mountpoint", mnt, "journal", jdir, "socket", d.loc.Socket())
 	return d, nil
+}
+
+// open opens what a daemon works with — the journal, the backing
+// directory, the aside area and the rescan scanner — finishes what a
+// crash interrupted and journals what changed while cowfs was not
+// running: everything Start does before it mounts, and all that an
+// offline daemon (OpenOffline) needs.
+func (d *Daemon) open(ws, jdir string) (err error) {
+	opts, log := d.opts, d.log
+	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, MaxSize: opts.MaxJournalSize, Sync: opts.Sync, Logger: log}); err != nil {
+		return err
+	}
+
+	// Open the backing directory before the mount covers it: the
+	// daemon reaches it through /proc/self/fd/N from then on.
+	if d.rootFd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(d.rootFd, &st); err != nil {
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	d.rootDev = st.Dev
+	d.tree = backing.NewTree(d.rootFd)
+	token, err := d.j.Binding()
+	if err != nil {
+		return err
+	}
+	if d.area, err = aside.Open(d.rootFd, token); err != nil {
+		if errors.Is(err, aside.ErrForeign) {
+			p := filepath.Join(ws, aside.Dir)
+			return fmt.Errorf("%w: %s is not cowfs's private directory for this workspace (%v); cowfs did not use, change or delete anything in it. Move it away (mv %s %s.old) and mount again", ErrPlacement, p, err, p, p)
+		}
+		return err
+	}
+	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
+		return err
+	}
+	d.j.SetDropAside(d.area.Drop)
+	// Finish a rollback and a prune a crash interrupted, before
+	// anything new happens; then find what changed while cowfs was not
+	// running.
+	if err := d.resume(); err != nil {
+		return err
+	}
+	if found, err := d.rescan(false); err != nil {
+		return err
+	} else if len(found) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d paths were changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", len(found)))
+	}
+	if err := d.j.Prune(d.area.Drop); err != nil {
+		return err
+	}
+	if err := d.sweepAside(); err != nil {
+		return err
+	}
+	return recordJournal(d.loc, jdir)
 }
 
 // refuseLiveMount fails if a cowfs daemon that answers already serves mnt.
@@ -254,6 +271,9 @@ func (d *Daemon) Wait() error {
 func (d *Daemon) Stop() {
 	d.stopOnce.Do(func() {
 		close(d.stopping)
+		if d.mount == nil {
+			return // offline
+		}
 		ref, known := CowfsMount(d.opts.Mountpoint)
 		lazy, err := d.mount.Unmount()
 		if err != nil {
@@ -299,7 +319,10 @@ func (d *Daemon) release() {
 	if d.mntLoc != nil {
 		os.Remove(d.mntLoc.Socket())
 	}
-	if d.srv != nil {
+	switch {
+	case d.private != "":
+		os.RemoveAll(d.private)
+	case d.srv != nil:
 		os.Remove(d.loc.Socket())
 	}
 }
@@ -344,7 +367,12 @@ func (d *Daemon) freeAside(names []string) {
 }
 
 // Socket returns the control socket's path.
-func (d *Daemon) Socket() string { return d.loc.Socket() }
+func (d *Daemon) Socket() string {
+	if d.private != "" {
+		return filepath.Join(d.private, "ctl.sock")
+	}
+	return d.loc.Socket()
+}
 
 // LogPath returns where a background daemon of the workspace logs.
 func LogPath(workspace string) (string, error) {

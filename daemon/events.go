@@ -11,6 +11,9 @@ import (
 )
 
 func (s *service) BeginStep(ctx context.Context, req ctl.StepRequest) (ctl.StepStarted, error) {
+	if s.d.offline {
+		return ctl.StepStarted{}, ErrOffline
+	}
 	t, err := s.d.j.BeginStep(req.ID)
 	if err != nil {
 		return ctl.StepStarted{}, apiError(err)

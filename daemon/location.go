@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // StateRoot is where per-workspace state directories live:
@@ -99,4 +100,42 @@ func Find(path string) (Location, error) {
 			return own, nil
 		}
 	}
+}
+
+// journalRecord names the file in a state directory that says where
+// the workspace's journal is, so commands that open it without a
+// daemon (OpenOffline) find a journal --journal moved.
+const journalRecord = "journal.dir"
+
+// recordJournal notes in the state directory where the journal is. It
+// is written to a temporary file and renamed, so a reader sees the old
+// record or the new one, never a part.
+func recordJournal(loc Location, jdir string) error {
+	p := filepath.Join(loc.Dir, journalRecord)
+	if b, err := os.ReadFile(p); err == nil && string(b) == jdir+"\n" {
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(jdir+"\n"), 0o600); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("state directory: %w", err)
+	}
+	return nil
+}
+
+// recordedJournal returns where the journal of the workspace at loc is,
+// and whether it has one at all: the recorded place, else the default
+// one if a journal is there.
+func recordedJournal(loc Location) (string, bool) {
+	p := loc.Journal()
+	if b, err := os.ReadFile(filepath.Join(loc.Dir, journalRecord)); err == nil {
+		if r := strings.TrimSuffix(string(b), "\n"); filepath.IsAbs(r) {
+			p = r
+		}
+	}
+	fi, err := os.Stat(p)
+	return p, err == nil && fi.IsDir()
 }

@@ -13,9 +13,7 @@ func (d *Daemon) rescan(inTurn bool) ([]rescan.Found, error) {
 	g := d.j.Exclusive()
 	found, err := d.scanUnder(g, inTurn)
 	g.Leave()
-	if d.mount != nil {
-		d.mount.Flush()
-	}
+	d.flush()
 	return found, err
 }
 

@@ -23,6 +23,14 @@ func (d *Daemon) env() *rollback.Env {
 	return e
 }
 
+// flush tells the kernel to forget what it cached of the workspace, if
+// it is mounted.
+func (d *Daemon) flush() {
+	if d.mount != nil {
+		d.mount.Flush()
+	}
+}
+
 // resume finishes rollbacks a crash interrupted, before the mount
 // serves anything.
 func (d *Daemon) resume() error {
@@ -62,7 +70,7 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 		return ctl.RollbackResult{}, err
 	}
 	out, err := rollback.Rollback(d.env(), t, req.Force, req.DryRun)
-	d.mount.Flush()
+	d.flush()
 	if err != nil {
 		return ctl.RollbackResult{}, apiError(err)
 	}
@@ -87,7 +95,7 @@ func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.Ro
 	}
 	defer d.rbMu.Unlock()
 	out, err := rollback.Unrevert(d.env(), req.Force)
-	d.mount.Flush()
+	d.flush()
 	if err != nil {
 		return ctl.RollbackResult{}, apiError(err)
 	}

@@ -27,7 +27,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	d := s.d
 	st := ctl.Status{
 		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
-		Journal: d.opts.JournalDir, Socket: d.loc.Socket(), Pid: os.Getpid(),
+		Journal: d.opts.JournalDir, Socket: d.Socket(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
 		Resources: resources(),
 	}
@@ -64,6 +64,9 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 
 func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.Turn, error) {
 	d := s.d
+	if d.offline {
+		return ctl.Turn{}, ErrOffline
+	}
 	// Dirty mmap pages written before the turn belong before it.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback before the turn", "err", err)
@@ -92,6 +95,9 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 
 func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	d := s.d
+	if d.offline {
+		return ctl.Turn{}, ErrOffline
+	}
 	// Dirty mmap pages written during the turn belong to it.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback at the end of the turn", "err", err)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/cowfs/cowfs/ctl"
@@ -23,13 +26,56 @@ func located() (daemon.Location, error) {
 	return daemon.Find(ws)
 }
 
-// client returns a control-socket client for the workspace.
+// offlineCommands work when no daemon serves the workspace: they open
+// its journal in-process (daemon.OpenOffline) and talk to it over a
+// private socket, through the same client calls as to a daemon.
+var offlineCommands = map[string]bool{
+	"log": true, "show": true, "diff": true, "cat": true, "rollback": true,
+	"undo": true, "unrevert": true, "markers": true,
+}
+
+// offline is the workspace opened without a daemon for this command,
+// once one needed it; main closes it.
+var offline *daemon.Daemon
+
+// client returns a control-socket client for the workspace: its
+// daemon's, or, for an offline command when none answers, that of the
+// workspace opened in-process.
 func client() (*ctl.Client, daemon.Location, error) {
 	loc, err := located()
 	if err != nil {
 		return nil, loc, err
 	}
-	return ctl.NewClient(loc.Socket()), loc, nil
+	if !offlineCommands[global.command] || answers(loc.Socket()) {
+		return ctl.NewClient(loc.Socket()), loc, nil
+	}
+	if offline == nil {
+		d, err := daemon.OpenOffline(daemon.Options{Workspace: loc.Workspace, Version: version})
+		if errors.Is(err, daemon.ErrJournalLocked) {
+			return nil, loc, codedError{fmt.Errorf("no daemon answers, and another process holds the journal: %w; try again once it is done", err), exitBusy}
+		}
+		if err != nil {
+			return nil, loc, err
+		}
+		for _, n := range d.Notes {
+			fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
+		}
+		offline = d
+	}
+	loc.Workspace = offline.Workspace()
+	return ctl.NewClient(offline.Socket()), loc, nil
+}
+
+// answers reports whether something listens on the socket at path. A
+// socket it cannot tell about counts as answering: the request then
+// says what is wrong.
+func answers(path string) bool {
+	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // call runs fn with a client for the workspace and a bounded context.

@@ -17,6 +17,7 @@ var version = "dev"
 // globalOptions are flags every command takes.
 type globalOptions struct {
 	workspace string
+	command   string // the command running, by name
 }
 
 var global globalOptions
@@ -38,6 +39,9 @@ or the nearest parent with a mounted workspace).
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			global.command = cmd.Name()
+		},
 	}
 	root.PersistentFlags().StringVarP(&global.workspace, "workspace", "w", "", "the workspace (default: the current directory)")
 	root.AddCommand(
@@ -61,6 +65,9 @@ or the nearest parent with a mounted workspace).
 
 func main() {
 	cmd, err := newRootCommand().ExecuteC()
+	if offline != nil {
+		offline.Close()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs %s: %v\n", cmd.Name(), err)
 		os.Exit(exitCode(err))
