@@ -56,26 +56,41 @@ A stale mount left by a daemon that was killed is cleared, with a warning.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.mountpoint, "mountpoint", "", "mount the view at `DIR` instead of over the workspace")
+	addDaemonFlags(cmd, &opts)
+	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
+	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
+	return cmd
+}
+
+// addDaemonFlags adds the flags of the daemon's journal and mount, for
+// mount and run.
+func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
+	f := cmd.Flags()
 	f.StringVar(&opts.journal, "journal", "", "keep the journal in `DIR` (default: the workspace's state directory)")
 	f.IntVar(&opts.window, "window", 10, "keep the last `N` turns")
 	opts.maxSize = daemon.DefaultMaxJournalSize
 	f.Var(&opts.maxSize, "max-journal-size", "let the journal take at most `SIZE` (e.g. 500MiB, 8GiB; none: only free space bounds it); past it the oldest turns leave the window early")
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
-	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
-	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
-	return cmd
 }
 
-func runMount(opts mountOptions, ws string) error {
+// daemonOptions checks the flags and returns the daemon's options.
+func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
 	if opts.window < 1 {
-		return usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
+		return daemon.Options{}, usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
 	}
-	dopts := daemon.Options{
+	return daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache),
+	}, nil
+}
+
+func runMount(opts mountOptions, ws string) error {
+	dopts, err := daemonOptions(opts, ws)
+	if err != nil {
+		return err
 	}
 	ready := readyPipe()
 	if opts.background && ready == nil {
@@ -92,11 +107,7 @@ func runMount(opts mountOptions, ws string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	level := slog.LevelInfo
-	if opts.debug {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := daemonLogger(os.Stderr, opts.debug)
 	dopts.Logger = log
 	d, err := daemon.Start(dopts)
 	if ready != nil {
@@ -114,6 +125,15 @@ func runMount(opts mountOptions, ws string) error {
 		}
 	}()
 	return d.Wait()
+}
+
+// daemonLogger logs to w, every FUSE request too if debug.
+func daemonLogger(w io.Writer, debug bool) *slog.Logger {
+	level := slog.LevelInfo
+	if debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // cacheTimeout turns the flag's value into fs.Config's: 0 there means
@@ -153,6 +173,15 @@ func reportReady(w *os.File, d *daemon.Daemon, err error) {
 	w.Close()
 }
 
+// openDaemonLog opens the log of the workspace's daemon for appending.
+func openDaemonLog(ws string) (*os.File, error) {
+	p, err := daemon.LogPath(ws)
+	if err != nil {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
 // startBackground starts this command again, detached, and waits until
 // it reports that the mount is ready (or why it is not).
 func startBackground(ws string) error {
@@ -160,15 +189,12 @@ func startBackground(ws string) error {
 	if err != nil {
 		return err
 	}
-	logPath, err := daemon.LogPath(ws)
-	if err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := openDaemonLog(ws)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	logPath := logf.Name()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err

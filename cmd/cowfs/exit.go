@@ -49,9 +49,12 @@ type usageError struct{ error }
 func exitCode(err error) int {
 	var ue usageError
 	var ce codedError
+	var status exitStatus
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &status):
+		return int(status)
 	case errors.As(err, &ce):
 		return ce.code
 	case errors.As(err, &ue):
@@ -75,6 +78,12 @@ func exitCode(err error) int {
 	}
 	return exitError
 }
+
+// exitStatus is a status to exit with and nothing to say: that of the
+// command cowfs run ran.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // codedError carries an exit code decided elsewhere (by a background
 // daemon that failed to start).

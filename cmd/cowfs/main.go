@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -58,18 +59,25 @@ or the nearest parent with a mounted workspace).
 		newMarkersCommand(),
 		newEventsCommand(),
 		newDiffCommand(),
+		newRunCommand(),
 	)
 	usageErrors(root)
 	return root
 }
 
 func main() {
+	if os.Getenv(execEnv) != "" {
+		execCommand() // cowfs run's command, on its way (run_exec.go)
+	}
 	cmd, err := newRootCommand().ExecuteC()
 	if offline != nil {
 		offline.Close()
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cowfs %s: %v\n", cmd.Name(), err)
-		os.Exit(exitCode(err))
+	if err == nil {
+		return
 	}
+	if !errors.As(err, new(exitStatus)) {
+		fmt.Fprintf(os.Stderr, "cowfs %s: %v\n", cmd.Name(), err)
+	}
+	os.Exit(exitCode(err))
 }

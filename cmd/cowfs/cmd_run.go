@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/daemon"
+)
+
+// cowfs run works in three processes, each for a reason:
+//
+//   - the command the user ran stays in the host's mount namespace and
+//     only waits: a Go program is multithreaded from its first
+//     instruction, and a thread cannot leave the namespace the others
+//     share (unshare(CLONE_NEWNS) would move one thread, and the
+//     daemon reaches its mountpoint by path from any thread). So it
+//     starts itself again, the sandbox, with Unshareflags CLONE_NEWNS,
+//     which the child applies between fork and exec — single-threaded —
+//     and then marks / MS_PRIVATE|MS_REC so no mount crosses either
+//     way. It forwards signals to the sandbox, reaps orphans if it is
+//     pid 1 (in a container), and exits with the sandbox's status.
+//   - the sandbox (run_sandbox.go) is an ordinary daemon mounted in the
+//     private namespace — only it and its children see the journaled
+//     view; the host keeps seeing the backing directory — serving the
+//     control socket, which lives in the state directory and so is
+//     reachable from the host. It runs the command, forwards signals to
+//     its process group, and when it exits unmounts and closes the
+//     journal.
+//   - the command starts as cowfs again (run_exec.go), which waits
+//     until the sandbox has handed it the terminal, restores the umask
+//     the daemon had to clear, and execs the command.
+
+// runOptions are cowfs run's flags.
+type runOptions struct {
+	mountOptions
+	turn       bool
+	id, anchor string
+}
+
+// sandboxEnv marks the process cowfs run starts in the private mount
+// namespace.
+const sandboxEnv = "COWFS_RUN_SANDBOX"
+
+// forwarded are the signals cowfs run passes on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGWINCH, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func newRunCommand() *cobra.Command {
+	var opts runOptions
+	cmd := &cobra.Command{
+		Use:   "run [-w WORKSPACE] [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command on a journaled workspace only it can see",
+		Long: `Mount cowfs over the workspace (-w, default: the current directory) in a
+private mount namespace and run COMMAND there: COMMAND and its children see the
+journaled view, everything else keeps seeing the workspace as it is. COMMAND
+starts in the current directory if it is inside the workspace, else in the
+workspace's root. Standard
+input, output, error and the terminal are COMMAND's; SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGWINCH, SIGUSR1 and SIGUSR2 are forwarded to its process group. The
+control socket serves while it runs, for a harness to begin and end turns and
+roll back.
+
+With --turn the whole command is one turn, begun before it starts and ended
+after it exits, whatever its status: a one-shot agent gets a turn per run.
+
+When COMMAND exits, processes it left in its process group are killed, the
+workspace is unmounted and the journal closed; cowfs run exits with COMMAND's
+status, or 128+N if signal N killed it. Before COMMAND starts, cowfs run fails
+with the codes below. Changes the host makes to the workspace meanwhile bypass
+the journal: they are found at turn boundaries and rollbacks never undo them
+unless forced. After the run, 'cowfs log', 'rollback' and the other commands
+that read history work on the journal without a daemon.
+
+Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (opts.id != "" || opts.anchor != "") && !opts.turn {
+				return usageError{errors.New("--id and --anchor label the turn --turn begins")}
+			}
+			if os.Getenv(sandboxEnv) != "" {
+				return runSandbox(opts, args)
+			}
+			return runRun()
+		},
+	}
+	// Flags end at COMMAND: cowfs run ls -la works without "--".
+	cmd.Flags().SetInterspersed(false)
+	addDaemonFlags(cmd, &opts.mountOptions)
+	cmd.Flags().BoolVar(&opts.turn, "turn", false, "run the command as one turn")
+	cmd.Flags().StringVar(&opts.id, "id", "", "with --turn: the harness's id for the turn")
+	cmd.Flags().StringVar(&opts.anchor, "anchor", "", "with --turn: the turn's conversation anchor")
+	return cmd
+}
+
+// runRun starts the sandbox, this command again in a private mount
+// namespace, and waits for it.
+func runRun() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 8)
+	signal.Notify(sig, forwarded...)
+	sb := exec.Command(exe, os.Args[1:]...)
+	sb.Env = append(os.Environ(), sandboxEnv+"=1")
+	sb.Stdin, sb.Stdout, sb.Stderr = os.Stdin, os.Stdout, os.Stderr
+	sb.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if err := sb.Start(); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("%w: a private mount namespace needs CAP_SYS_ADMIN (root; in a container --cap-add SYS_ADMIN): %v", daemon.ErrNotPermitted, err)
+		}
+		return err
+	}
+	pid := sb.Process.Pid
+	go func() {
+		for s := range sig {
+			syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	ws, err := reap(pid)
+	if err != nil {
+		return err
+	}
+	if ws.Signaled() {
+		fmt.Fprintf(os.Stderr, "cowfs run: the sandbox was killed by %v\n", ws.Signal())
+	}
+	return exitStatus(statusOf(ws))
+}
+
+// reap waits for pid, and for any other child on the way: in a
+// container cowfs run is pid 1, and the orphans of the command's
+// processes become its children.
+func reap(pid int) (syscall.WaitStatus, error) {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return ws, fmt.Errorf("waiting for the sandbox: %w", err)
+		}
+		if got == pid {
+			return ws, nil
+		}
+	}
+}
+
+// statusOf is the shell's status for a wait status: the exit code, or
+// 128+N for a process killed by signal N.
+func statusOf(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}

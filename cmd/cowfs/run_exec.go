@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// execEnv marks cowfs started by cowfs run's sandbox to become the
+// command; its value is the umask to give it, in octal. The daemon
+// runs with umask 0 (the kernel applies the caller's umask to the modes
+// it sends, and the daemon must not apply its own on top), and Go
+// cannot set a child's umask between fork and exec: this process does
+// it before it execs the command.
+const execEnv = "COWFS_RUN_EXEC"
+
+// execCommand waits until the sandbox closes descriptor 3 — it has
+// then made the command's process group the terminal's foreground, so
+// the command never finds itself in the background — restores the
+// umask and execs os.Args[1:], as a shell would: 127 if the command
+// is not found, 126 if it cannot run. It never returns.
+func execCommand() {
+	umask, err := strconv.ParseUint(os.Getenv(execEnv), 8, 32)
+	os.Unsetenv(execEnv)
+	ready := os.NewFile(3, "ready")
+	io.Copy(io.Discard, ready)
+	ready.Close()
+	if err != nil || len(os.Args) < 2 {
+		fmt.Fprintf(os.Stderr, "cowfs run: started wrongly (%s=%q, %d arguments)\n", execEnv, os.Getenv(execEnv), len(os.Args))
+		os.Exit(exitError)
+	}
+	syscall.Umask(int(umask))
+	name := os.Args[1]
+	path, err := exec.LookPath(name)
+	if errors.Is(err, exec.ErrDot) {
+		err = nil
+	}
+	if err == nil {
+		err = syscall.Exec(path, os.Args[1:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "cowfs run: %s: %v\n", name, err)
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT) {
+		os.Exit(127)
+	}
+	os.Exit(126)
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/daemon"
+)
+
+// runSandbox is cowfs run in its private mount namespace: it mounts the
+// workspace, runs the command, and when it exits unmounts and closes
+// the journal, returning the command's status.
+func runSandbox(opts runOptions, argv []string) error {
+	os.Unsetenv(sandboxEnv)
+	// Signals until the command runs are kept for it; one that would
+	// end it means it never starts.
+	sig := make(chan os.Signal, 16)
+	signal.Notify(sig, forwarded...)
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	ws := global.workspace
+	if ws == "" {
+		ws = wd
+	}
+	wd = commandDir(ws, wd)
+	dopts, err := daemonOptions(opts.mountOptions, ws)
+	if err != nil {
+		return err
+	}
+	logf, err := openDaemonLog(ws)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	dopts.Logger = daemonLogger(logf, opts.debug).With("run", os.Getpid())
+	d, err := daemon.Start(dopts)
+	if err != nil {
+		return err
+	}
+	for _, n := range d.Notes {
+		fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
+	}
+	status, err := supervise(d, opts, argv, wd, umask, sig)
+	d.Stop()
+	if werr := d.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil && status == 0 {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cowfs run: %v\n", err) // the command's status wins
+	}
+	return exitStatus(status)
+}
+
+// supervise runs the command, in one turn if asked, and returns its
+// status. An error means what cowfs itself failed to do; with it the
+// status is that of the command if it ran.
+func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umask int, sig chan os.Signal) (int, error) {
+	c := ctl.NewClient(d.Socket())
+	if opts.turn {
+		ctx, cancel := requestContext()
+		_, err := c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor})
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("beginning the turn: %w", err)
+		}
+	}
+	status, err := runCommand(argv, wd, umask, sig)
+	if opts.turn {
+		// Also when the command failed: what it did is the turn's.
+		ctx, cancel := requestContext()
+		_, terr := c.EndTurn(ctx)
+		cancel()
+		if terr != nil {
+			err = errors.Join(err, fmt.Errorf("ending the turn: %w", terr))
+		}
+	}
+	return status, err
+}
+
+// runCommand starts the command in a process group of its own,
+// forwards signals to that group, and waits. When the command exits,
+// what it left in its group is killed: the workspace is about to go.
+func runCommand(argv []string, wd string, umask int, sig chan os.Signal) (int, error) {
+	select {
+	case s := <-sig:
+		if s != syscall.SIGWINCH {
+			return 128 + int(s.(syscall.Signal)), nil
+		}
+	default:
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	ready, release, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer release.Close()
+	cmd := exec.Command(exe, argv...)
+	cmd.Env = append(os.Environ(), execEnv+"="+strconv.FormatInt(int64(umask), 8))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{ready}
+	// The working directory by path, so it is the one in the mount, not
+	// the backing directory this process may be in.
+	cmd.Dir = wd
+	// Pdeathsig fires when the thread that started the child ends: keep
+	// it until the command has exited. If the sandbox dies, the command
+	// does too, rather than work on through a dead mount.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	ready.Close()
+	if err != nil {
+		return 0, err
+	}
+	pgid := cmd.Process.Pid
+	restore := foreground(pgid)
+	release.Close() // the command may go on (run_exec.go)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sig:
+				syscall.Kill(-pgid, s.(syscall.Signal))
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	restore()
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return statusOf(ee.Sys().(syscall.WaitStatus)), nil
+	}
+	return 0, err
+}
+
+// commandDir is where the command starts: the current directory if it
+// is in the workspace, else the workspace's root.
+func commandDir(ws, wd string) string {
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return wd
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	if wd == abs || strings.HasPrefix(wd, abs+"/") || abs == "/" {
+		return wd
+	}
+	return abs
+}
+
+// foreground makes the process group pgid the terminal's foreground,
+// if standard input is a terminal whose foreground is this process's
+// group (cowfs run was not started in the background), and returns
+// what puts this group back.
+func foreground(pgid int) (restore func()) {
+	own := syscall.Getpgrp()
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err != nil || fg != own {
+		return func() {}
+	}
+	if err := unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid); err != nil {
+		return func() {}
+	}
+	return func() {
+		// This group is in the background now: the kernel stops a
+		// background group that takes the terminal unless it ignores
+		// SIGTTOU.
+		signal.Ignore(syscall.SIGTTOU)
+		defer signal.Reset(syscall.SIGTTOU)
+		unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, own)
+	}
+}
