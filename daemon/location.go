@@ -34,9 +34,22 @@ type Location struct {
 	Dir       string // its state directory
 }
 
-func (l Location) Socket() string  { return filepath.Join(l.Dir, "ctl.sock") }
 func (l Location) Journal() string { return filepath.Join(l.Dir, "journal") }
 func (l Location) Log() string     { return filepath.Join(l.Dir, "daemon.log") }
+
+// SocketDirEnv names a directory for the control sockets apart from the
+// state: a container keeps its state on a volume and shares only this
+// directory with the host, where a harness drives turns and rollbacks.
+const SocketDirEnv = "COWFS_SOCKET_DIR"
+
+// Socket is the control socket's path: ctl.sock in the state directory,
+// or NAME-HASH.sock in $COWFS_SOCKET_DIR.
+func (l Location) Socket() string {
+	if d := os.Getenv(SocketDirEnv); d != "" {
+		return filepath.Join(d, filepath.Base(l.Dir)+".sock")
+	}
+	return filepath.Join(l.Dir, "ctl.sock")
+}
 
 // maxSocketPath is what fits in sockaddr_un.sun_path.
 const maxSocketPath = 107
