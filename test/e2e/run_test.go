@@ -36,8 +36,15 @@ type running struct {
 // output.
 func (w *workspace) start(script string, flags ...string) *running {
 	w.t.Helper()
+	return w.startCommand(flags, "sh", "-c", script)
+}
+
+// startCommand starts cowfs run on the workspace with flags, running
+// argv.
+func (w *workspace) startCommand(flags []string, argv ...string) *running {
+	w.t.Helper()
 	args := append([]string{"run", "-w", w.dir}, flags...)
-	args = append(args, "--", "sh", "-c", script)
+	args = append(append(args, "--"), argv...)
 	r := &running{t: w.t.(*testing.T), cmd: exec.Command(cowfsBin, args...)}
 	r.cmd.Env = w.env()
 	r.cmd.Stderr = &r.stderr
