@@ -174,12 +174,23 @@ func Start(opts Options) (_ *Daemon, err error) {
 // crash interrupted and journals what changed while cowfs was not
 // running: everything Start does before it mounts, and all that an
 // offline daemon (OpenOffline) needs.
-func (d *Daemon) open(ws, jdir string) (err error) {
-	opts, log := d.opts, d.log
-	if d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, MaxSize: opts.MaxJournalSize, Sync: opts.Sync, Logger: log}); err != nil {
+func (d *Daemon) open(ws, jdir string) error {
+	if err := d.openJournal(jdir); err != nil {
 		return err
 	}
+	return d.openWorkspace(ws, jdir)
+}
 
+// openJournal opens the journal, taking its lock.
+func (d *Daemon) openJournal(jdir string) (err error) {
+	opts := d.opts
+	d.j, err = journal.Open(jdir, journal.Options{Window: opts.Window, MaxSize: opts.MaxJournalSize, Sync: opts.Sync, Logger: d.log})
+	return err
+}
+
+// openWorkspace opens the rest, once the journal is open.
+func (d *Daemon) openWorkspace(ws, jdir string) (err error) {
+	log := d.log
 	// Open the backing directory before the mount covers it: the
 	// daemon reaches it through /proc/self/fd/N from then on.
 	if d.rootFd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {

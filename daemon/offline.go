@@ -74,12 +74,17 @@ func OpenOffline(opts Options) (_ *Daemon, err error) {
 	if err := checkPlacement(ws, ws, loc.Dir, jdir); err != nil {
 		return nil, err
 	}
-	// A cowfs mount over the workspace whose socket does not answer:
-	// its daemon may still be writing beneath it.
-	if m, ok := mountAt(ws); ok && m.FSType == "fuse.cowfs" {
-		return nil, fmt.Errorf("%w: %s is a cowfs mount whose daemon does not answer; cowfs changes nothing beneath it (umount -l %s first)", ErrAlreadyMounted, ws, ws)
+	// The journal first: if a daemon runs (its socket out of reach), its
+	// lock names it.
+	if err := d.openJournal(jdir); err != nil {
+		return nil, err
 	}
-	if err := d.open(ws, jdir); err != nil {
+	// A cowfs mount over the workspace, yet the journal was free: its
+	// daemon is not this workspace's, or hangs; cowfs keeps out.
+	if m, ok := mountAt(ws); ok && m.FSType == "fuse.cowfs" {
+		return nil, fmt.Errorf("%w: %s is a cowfs mount whose daemon does not answer on %s; cowfs changes nothing beneath it", ErrAlreadyMounted, ws, loc.Socket())
+	}
+	if err := d.openWorkspace(ws, jdir); err != nil {
 		return nil, err
 	}
 	if d.private, err = os.MkdirTemp("", "cowfs-offline-"); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,4 +189,68 @@ func exitOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// A daemon holds the journal, but the command cannot reach its socket
+// (here: the daemon's sockets are in COWFS_SOCKET_DIR, the command's
+// environment does not say so): the command must not open the journal
+// behind the daemon's back, and says who holds it.
+func TestOfflineRefusedWhileDaemonRuns(t *testing.T) {
+	w := newWorkspace(t)
+	sockets := filepath.Join(t.TempDir(), "sockets")
+	w.daemonEnv = append(w.daemonEnv, "COWFS_SOCKET_DIR="+sockets)
+	mnt := exec.Command(cowfsBin, "mount", "--background", w.dir)
+	mnt.Env = append(w.env(), w.daemonEnv...)
+	if b, err := mnt.CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, b)
+	}
+	status := exec.Command(cowfsBin, "-w", w.dir, "status", "--json")
+	status.Env = append(w.env(), w.daemonEnv...)
+	b, err := status.Output()
+	if err != nil {
+		t.Fatalf("status through the daemon's socket: %v", err)
+	}
+	var st ctl.Status
+	if err := json.Unmarshal(b, &st); err != nil || !strings.HasPrefix(st.Socket, sockets+"/") {
+		t.Fatalf("status: %s (%v): the socket is not in COWFS_SOCKET_DIR", b, err)
+	}
+	defer func() {
+		um := exec.Command(cowfsBin, "umount", w.dir)
+		um.Env = append(w.env(), w.daemonEnv...)
+		if b, err := um.CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, b)
+		}
+		if !waitExit(st.Pid, 10*time.Second) {
+			t.Errorf("daemon %d still running after umount", st.Pid)
+		}
+	}()
+
+	_, errOut, code := w.run("log")
+	if code != 4 || !strings.Contains(errOut, "pid "+strconv.Itoa(st.Pid)) {
+		t.Errorf("log with the daemon's socket out of reach: exit %d, want 4 naming pid %d: %s", code, st.Pid, errOut)
+	}
+}
+
+// After a daemon was killed, its stale mount is cleared and the history
+// is there without a daemon.
+func TestOfflineAfterCrash(t *testing.T) {
+	w := newWorkspace(t)
+	w.mount()
+	w.cowfs("turn", "begin")
+	w.sh("echo x > x")
+	w.cowfs("turn", "end")
+	pid := w.status().Pid
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !waitExit(pid, 10*time.Second) {
+		t.Fatalf("daemon %d survived SIGKILL", pid)
+	}
+	w.pids = nil
+	res := w.rollback("1")
+	if res.Counts.Deleted != 1 {
+		t.Errorf("offline rollback after a crash: %+v", res)
+	}
+	if mounted(w.dir) {
+		t.Errorf("the stale mount is still there")
+	}
+	w.wantFile("after the offline rollback", "x", "")
 }
