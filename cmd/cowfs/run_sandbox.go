@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
@@ -134,7 +132,7 @@ func runCommand(argv []string, wd string, umask int, sig chan os.Signal) (int, e
 		return 0, err
 	}
 	pgid := cmd.Process.Pid
-	restore := foreground(pgid)
+	tty := takeTerminal(pgid)
 	release.Close() // the command may go on (run_exec.go)
 	done := make(chan struct{})
 	go func() {
@@ -147,15 +145,14 @@ func runCommand(argv []string, wd string, umask int, sig chan os.Signal) (int, e
 			}
 		}
 	}()
-	err = cmd.Wait()
+	ws, err := waitCommand(pgid, tty)
 	close(done)
-	restore()
+	tty.giveBack()
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return statusOf(ee.Sys().(syscall.WaitStatus)), nil
+	if err != nil {
+		return 0, err
 	}
-	return 0, err
+	return statusOf(ws), nil
 }
 
 // commandDir is where the command starts: the current directory if it
@@ -172,26 +169,4 @@ func commandDir(ws, wd string) string {
 		return wd
 	}
 	return abs
-}
-
-// foreground makes the process group pgid the terminal's foreground,
-// if standard input is a terminal whose foreground is this process's
-// group (cowfs run was not started in the background), and returns
-// what puts this group back.
-func foreground(pgid int) (restore func()) {
-	own := syscall.Getpgrp()
-	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err != nil || fg != own {
-		return func() {}
-	}
-	if err := unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid); err != nil {
-		return func() {}
-	}
-	return func() {
-		// This group is in the background now: the kernel stops a
-		// background group that takes the terminal unless it ignores
-		// SIGTTOU.
-		signal.Ignore(syscall.SIGTTOU)
-		defer signal.Reset(syscall.SIGTTOU)
-		unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, own)
-	}
 }

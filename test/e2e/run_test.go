@@ -332,6 +332,68 @@ func TestRunTerminal(t *testing.T) {
 	}
 }
 
+// ^Z stops the command and cowfs run with it, as a shell's job; when
+// continued, the command has the terminal again and goes on.
+func TestRunJobControl(t *testing.T) {
+	w := newWorkspace(t)
+	master, slave := openPty(t)
+	cmd := exec.Command(cowfsBin, "run", "-w", w.dir, "--", "sh", "-c", `echo ready; read a; echo "got $a"`)
+	cmd.Env = w.env()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		syscall.Kill(-pid, syscall.SIGCONT)
+		syscall.Kill(pid, syscall.SIGTERM)
+		cmd.Wait()
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(master)
+		for sc.Scan() {
+			lines <- strings.TrimRight(sc.Text(), "\r")
+		}
+		close(lines)
+	}()
+	waitLine := func(want string) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the terminal closed waiting for %q", want)
+				}
+				if l == want {
+					return
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("no %q on the terminal", want)
+			}
+		}
+	}
+	waitLine("ready")
+	master.Write([]byte{0x1a}) // ^Z
+	stopped := false
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && !stopped; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		stopped = len(f) > 0 && f[0] == "T"
+	}
+	if !stopped {
+		t.Fatalf("cowfs run did not stop on ^Z")
+	}
+	syscall.Kill(-pid, syscall.SIGCONT) // what fg does
+	master.Write([]byte("again\n"))
+	waitLine("got again")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("cowfs run after ^Z and fg: %v", err)
+	}
+}
+
 // openPty opens a pseudo-terminal pair.
 func openPty(t *testing.T) (master, slave *os.File) {
 	t.Helper()
