@@ -304,16 +304,7 @@ func TestRunHostWrites(t *testing.T) {
 // process group, so ^C reaches it and not cowfs.
 func TestRunTerminal(t *testing.T) {
 	w := newWorkspace(t)
-	master, slave := openPty(t)
-	cmd := exec.Command(cowfsBin, "run", "-w", w.dir, "--", "sh", "-c",
-		`awk '{print "pgrp=" $5 " tpgid=" $8 " pid=" $1}' /proc/$$/stat; test -t 0 && echo tty`)
-	cmd.Env = w.env()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
+	cmd, master := w.startOnTerminal(`awk '{print "pgrp=" $5 " tpgid=" $8 " pid=" $1}' /proc/$$/stat; test -t 0 && echo tty`)
 	out, _ := io.ReadAll(master) // EIO once the last writer is gone
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("cowfs run on a terminal: %v: %s", err, out)
@@ -336,21 +327,8 @@ func TestRunTerminal(t *testing.T) {
 // continued, the command has the terminal again and goes on.
 func TestRunJobControl(t *testing.T) {
 	w := newWorkspace(t)
-	master, slave := openPty(t)
-	cmd := exec.Command(cowfsBin, "run", "-w", w.dir, "--", "sh", "-c", `echo ready; read a; echo "got $a"`)
-	cmd.Env = w.env()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
+	cmd, master := w.startOnTerminal(`echo ready; read a; echo "got $a"`)
 	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		syscall.Kill(-pid, syscall.SIGCONT)
-		syscall.Kill(pid, syscall.SIGTERM)
-		cmd.Wait()
-	})
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(master)
@@ -392,6 +370,31 @@ func TestRunJobControl(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("cowfs run after ^Z and fg: %v", err)
 	}
+}
+
+// startOnTerminal starts cowfs run with script on a new terminal,
+// whose session it leads, and returns the terminal's master side.
+func (w *workspace) startOnTerminal(script string) (*exec.Cmd, *os.File) {
+	t := w.t.(*testing.T)
+	t.Helper()
+	master, slave := openPty(t)
+	cmd := exec.Command(cowfsBin, "run", "-w", w.dir, "--", "sh", "-c", script)
+	cmd.Env = w.env()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			syscall.Kill(-pid, syscall.SIGCONT)
+			syscall.Kill(pid, syscall.SIGTERM)
+			cmd.Wait()
+		}
+	})
+	return cmd, master
 }
 
 // openPty opens a pseudo-terminal pair.
