@@ -23,7 +23,7 @@ import (
 //     starts itself again, the sandbox, with Unshareflags CLONE_NEWNS,
 //     which the child applies between fork and exec — single-threaded —
 //     and then marks / MS_PRIVATE|MS_REC so no mount crosses either
-//     way. It forwards signals to the sandbox, reaps orphans if it is
+//     way. It relays signals to the sandbox, reaps orphans if it is
 //     pid 1 (in a container), and exits with the sandbox's status.
 //   - the sandbox (run_sandbox.go) is an ordinary daemon mounted in the
 //     private namespace — only it and its children see the journaled
@@ -107,20 +107,31 @@ func runRun() error {
 	}
 	sig := make(chan os.Signal, 8)
 	signal.Notify(sig, forwarded...)
+	relay, relayW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
 	sb := exec.Command(exe, os.Args[1:]...)
-	sb.Env = append(os.Environ(), sandboxEnv+"=1")
+	sb.Env = append(os.Environ(), sandboxEnv+"=3")
 	sb.Stdin, sb.Stdout, sb.Stderr = os.Stdin, os.Stdout, os.Stderr
+	sb.ExtraFiles = []*os.File{relay}
 	sb.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	if err := sb.Start(); err != nil {
+	err = sb.Start()
+	relay.Close()
+	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("%w: a private mount namespace needs CAP_SYS_ADMIN (root; in a container --cap-add SYS_ADMIN): %v", daemon.ErrNotPermitted, err)
 		}
 		return err
 	}
 	pid := sb.Process.Pid
+	// Signals go to the sandbox as bytes on a pipe, not as signals: a
+	// signal sent to this process's group reaches the sandbox too, and
+	// the command must get it once. The sandbox relays what comes
+	// through the pipe and drops what it receives itself.
 	go func() {
 		for s := range sig {
-			syscall.Kill(pid, s.(syscall.Signal))
+			relayW.Write([]byte{byte(s.(syscall.Signal))})
 		}
 	}()
 	ws, err := reap(pid)

@@ -20,11 +20,10 @@ import (
 // workspace, runs the command, and when it exits unmounts and closes
 // the journal, returning the command's status.
 func runSandbox(opts runOptions, argv []string) error {
-	os.Unsetenv(sandboxEnv)
-	// Signals until the command runs are kept for it; one that would
-	// end it means it never starts.
-	sig := make(chan os.Signal, 16)
-	signal.Notify(sig, forwarded...)
+	sig, err := relayedSignals()
+	if err != nil {
+		return err
+	}
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	wd, err := os.Getwd()
@@ -65,6 +64,40 @@ func runSandbox(opts runOptions, argv []string) error {
 		fmt.Fprintf(os.Stderr, "cowfs run: %v\n", err) // the command's status wins
 	}
 	return exitStatus(status)
+}
+
+// relayedSignals returns the signals cowfs run relays for the command
+// (cmd_run.go), kept until it runs: one that would end it means it
+// never starts. Those this process receives itself are caught, so they
+// do not end it, and dropped: cowfs run received them too. If cowfs run
+// dies, the command gets SIGHUP, as when a terminal goes.
+func relayedSignals() (chan os.Signal, error) {
+	v := os.Getenv(sandboxEnv)
+	os.Unsetenv(sandboxEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: started wrongly", sandboxEnv, v)
+	}
+	syscall.CloseOnExec(fd)
+	relay := os.NewFile(uintptr(fd), "signals")
+	direct := make(chan os.Signal, 16)
+	signal.Notify(direct, forwarded...)
+	go func() {
+		for range direct {
+		}
+	}()
+	sig := make(chan os.Signal, 16)
+	go func() {
+		b := make([]byte, 1)
+		for {
+			if _, err := relay.Read(b); err != nil {
+				sig <- syscall.SIGHUP
+				return
+			}
+			sig <- syscall.Signal(b[0])
+		}
+	}()
+	return sig, nil
 }
 
 // supervise runs the command, in one turn if asked, and returns its

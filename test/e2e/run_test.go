@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -48,6 +49,9 @@ func (w *workspace) startCommand(flags []string, argv ...string) *running {
 	r := &running{t: w.t.(*testing.T), cmd: exec.Command(cowfsBin, args...)}
 	r.cmd.Env = w.env()
 	r.cmd.Stderr = &r.stderr
+	// A process group of its own, as a shell gives a job: a signal to
+	// the group reaches cowfs run, not the test.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		w.t.Fatal(err)
@@ -132,16 +136,29 @@ func (r *running) stop() {
 	case <-exited:
 	case <-time.After(20 * time.Second):
 		r.t.Errorf("cowfs run %d did not end on SIGTERM; killing it", pid)
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
-		for _, c := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(c); err == nil {
-				syscall.Kill(n, syscall.SIGKILL)
-			}
+		for _, c := range childrenOf(pid) {
+			syscall.Kill(c, syscall.SIGKILL)
 		}
 		syscall.Kill(pid, syscall.SIGKILL)
 		<-exited
 	}
 	r.done = true
+}
+
+// childrenOf lists the children of process pid, from every thread's
+// list (a Go program forks from any of its threads).
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(c); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
 }
 
 // signal sends s to cowfs run.
@@ -204,6 +221,47 @@ func TestRunSignals(t *testing.T) {
 			t.Errorf("after %v: exit %d, want %d; %s", s, code, 128+int(s), r.stderr.String())
 		}
 	}
+}
+
+// A signal sent to cowfs run's whole process group (a script's ^C, a
+// supervisor's kill -TERM -PGID) reaches the command once: only cowfs
+// run relays it; the sandbox process beneath, which receives it too,
+// drops what it receives itself.
+func TestRunGroupSignalOnce(t *testing.T) {
+	w := newWorkspace(t)
+	r := w.start(`trap 'echo term' TERM; trap 'echo bye; exit 0' USR1; echo ready; while :; do sleep 0.05; done`)
+	r.expect("ready")
+	pid := r.cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGTERM)
+	r.expect("term")
+
+	kids := childrenOf(pid)
+	if len(kids) != 1 {
+		t.Fatalf("cowfs run's children: %v, want the sandbox", kids)
+	}
+	syscall.Kill(kids[0], syscall.SIGTERM) // dropped
+	r.signal(syscall.SIGUSR1)
+	r.expect("bye")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d: %s", code, r.stderr.String())
+	}
+}
+
+// If cowfs run is killed, the command gets SIGHUP, as when its terminal
+// goes, and the sandbox still closes the journal when it exits.
+func TestRunKilled(t *testing.T) {
+	w := newWorkspace(t)
+	r := w.start(`trap 'echo hup; exit 0' HUP; echo ready; while :; do sleep 0.05; done`)
+	r.expect("ready")
+	r.signal(syscall.SIGKILL)
+	r.expect("hup")
+	r.wait()
+	if ws := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+		t.Errorf("cowfs run killed: %v", ws)
+	}
+	// The output ended: the sandbox has exited, the journal is free.
+	var l ctl.TurnList
+	w.cowfsJSON(&l, "log")
 }
 
 // Only the command sees the mount; the host keeps seeing the backing
