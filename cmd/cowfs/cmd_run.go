@@ -60,22 +60,23 @@ func newRunCommand() *cobra.Command {
 private mount namespace and run COMMAND there: COMMAND and its children see the
 journaled view, everything else keeps seeing the workspace as it is. COMMAND
 starts in the current directory if it is inside the workspace, else in the
-workspace's root. Standard
-input, output, error and the terminal are COMMAND's; SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGWINCH, SIGUSR1 and SIGUSR2 are forwarded to its process group. The
-control socket serves while it runs, for a harness to begin and end turns and
-roll back.
+workspace's root. Standard input, output, error and the terminal are COMMAND's;
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1 and SIGUSR2 are forwarded
+to its process group; ^Z stops it and cowfs run, as a shell's job. The control
+socket serves while it runs, for a harness to begin and end turns and roll
+back.
 
 With --turn the whole command is one turn, begun before it starts and ended
 after it exits, whatever its status: a one-shot agent gets a turn per run.
 
 When COMMAND exits, processes it left in its process group are killed, the
 workspace is unmounted and the journal closed; cowfs run exits with COMMAND's
-status, or 128+N if signal N killed it. Before COMMAND starts, cowfs run fails
-with the codes below. Changes the host makes to the workspace meanwhile bypass
-the journal: they are found at turn boundaries and rollbacks never undo them
-unless forced. After the run, 'cowfs log', 'rollback' and the other commands
-that read history work on the journal without a daemon.
+status, or 128+N if signal N killed it (127: no such command, 126: cannot run
+it). Before COMMAND starts, cowfs run fails with cowfs's own exit codes (see
+cowfs --help). Changes the host makes to the workspace meanwhile bypass the
+journal: they are found at turn boundaries and rollbacks never undo them unless
+forced. After the run, 'cowfs log', 'rollback' and the other commands that
+read history work on the journal without a daemon.
 
 Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 		Args: cobra.MinimumNArgs(1),

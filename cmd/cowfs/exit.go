@@ -41,7 +41,9 @@ const exitCodeHelp = `Exit codes:
      .cowfs cowfs did not make
   9  partial rollback: a step failed (no space, an I/O error); no marker
      was left and no turn reverted; run the same rollback again once the
-     cause is gone, or 'cowfs unrevert' to undo what it did`
+     cause is gone, or 'cowfs unrevert' to undo what it did
+Once its command has started, 'cowfs run' exits with the command's status
+(128+N if signal N killed it).`
 
 // usageError marks errors in how a command was called.
 type usageError struct{ error }
