@@ -268,8 +268,12 @@ func TestRunKilled(t *testing.T) {
 // directory, and the control socket serves while the command runs.
 func TestRunPrivateMount(t *testing.T) {
 	w := newWorkspace(t)
-	r := w.start(`awk -v ws="$PWD" '$5 == ws { for (i = 7; $i != "-"; i++) {}; print $(i+1) }' /proc/self/mountinfo; read x`)
+	r := w.start(`awk -v ws="$PWD" '$5 == ws { for (i = 7; $i != "-"; i++) {}; print $(i+1) }' /proc/self/mountinfo; umask; read x`)
 	r.expect("fuse.cowfs")
+	// The daemon runs with umask 0; the command gets cowfs run's.
+	mask := syscall.Umask(0)
+	syscall.Umask(mask)
+	r.expect(fmt.Sprintf("%04o", mask))
 	if mounted(w.dir) {
 		t.Errorf("the workspace is mounted in the host's namespace")
 	}
