@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -36,6 +37,15 @@ var ErrOffline = ctl.Errorf(ctl.CodeConflict, "no cowfs daemon serves this works
 // with ErrJournalLocked naming its pid. With no Logger it logs to the
 // workspace's daemon log.
 func OpenOffline(opts Options) (_ *Daemon, err error) {
+	// Keep every turn the journal holds: how many to keep, and in how
+	// much space, is the daemon's setting (--window, --max-journal-size),
+	// which a command reading history does not know.
+	if opts.Window == 0 {
+		opts.Window = math.MaxInt32
+	}
+	if opts.MaxJournalSize == 0 {
+		opts.MaxJournalSize = -1
+	}
 	d := &Daemon{opts: opts, log: opts.Logger, started: time.Now(), rootFd: -1, stopping: make(chan struct{}), offline: true}
 	defer func() {
 		if err != nil {

@@ -254,3 +254,26 @@ func TestOfflineAfterCrash(t *testing.T) {
 	}
 	w.wantFile("after the offline rollback", "x", "")
 }
+
+// A command working without a daemon keeps every turn: the window is
+// the daemon's setting, which it does not know.
+func TestOfflineKeepsWindow(t *testing.T) {
+	w := newWorkspace(t)
+	w.mount("--window", "12")
+	for i := range 11 {
+		w.cowfs("turn", "begin")
+		w.sh(fmt.Sprintf("echo %d > f", i))
+		w.cowfs("turn", "end")
+	}
+	w.umount()
+	var l ctl.TurnList
+	w.cowfsJSON(&l, "log")
+	if len(l.Turns) != 11 {
+		t.Errorf("log without a daemon: %d turns, want the 11 a window of 12 keeps", len(l.Turns))
+	}
+	w.mount("--window", "12")
+	w.cowfsJSON(&l, "log")
+	if len(l.Turns) != 11 {
+		t.Errorf("log after remounting: %d turns, want 11", len(l.Turns))
+	}
+}
