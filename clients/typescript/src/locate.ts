@@ -6,6 +6,9 @@
 // "_" (at most 32 bytes) and HASH the first 6 bytes of the SHA-256 of its
 // absolute path with symlinks resolved, in hex. A path inside a mounted
 // workspace finds that workspace: the nearest parent whose socket exists.
+// With $COWFS_SOCKET_DIR set (a container sharing only its sockets with
+// the host), the socket is NAME-HASH.sock there instead of ctl.sock in
+// the state directory.
 //
 // test/locate.test.ts checks the result against the real daemon's own
 // idea of its socket.
@@ -21,7 +24,7 @@ export interface Location {
   workspace: string;
   /** Its state directory. */
   dir: string;
-  /** Its control socket, `dir/ctl.sock`. */
+  /** Its control socket, `dir/ctl.sock` or `$COWFS_SOCKET_DIR/NAME-HASH.sock`. */
   socket: string;
 }
 
@@ -51,7 +54,8 @@ export async function locate(p: string, env: NodeJS.ProcessEnv = process.env): P
   const base = abs === "/" ? "/" : path.basename(abs);
   const name = base.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 32);
   const dir = path.join(stateRoot(env), `${name}-${sum}`);
-  const loc = { workspace: abs, dir, socket: path.join(dir, "ctl.sock") };
+  const socket = env.COWFS_SOCKET_DIR ? path.join(env.COWFS_SOCKET_DIR, `${name}-${sum}.sock`) : path.join(dir, "ctl.sock");
+  const loc = { workspace: abs, dir, socket };
   if (Buffer.byteLength(loc.socket) > maxSocketPath) {
     throw new Error(`state directory ${dir} is too deep for a Unix socket path; set COWFS_STATE_DIR to a shorter one`);
   }

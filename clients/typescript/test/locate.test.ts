@@ -20,6 +20,11 @@ describe("stateRoot", () => {
     }
   });
 
+  it("puts the socket in COWFS_SOCKET_DIR when set, as the CLI does", async () => {
+    const loc = await locate("/tmp", { COWFS_STATE_DIR: "/s", COWFS_SOCKET_DIR: "/run/cowfs" });
+    assert.equal(loc.socket, path.join("/run/cowfs", path.basename(loc.dir) + ".sock"));
+  });
+
   it("refuses a state directory too deep for a socket path", async () => {
     await assert.rejects(locate("/tmp/w", { COWFS_STATE_DIR: "/" + "d".repeat(100) }), /too deep for a Unix socket path/);
   });
