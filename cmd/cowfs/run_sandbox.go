@@ -198,6 +198,9 @@ func commandDir(ws, wd string) string {
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = r
+	}
 	if wd == abs || strings.HasPrefix(wd, abs+"/") || abs == "/" {
 		return wd
 	}
