@@ -200,6 +200,34 @@ func TestRunExitStatus(t *testing.T) {
 	w.wantFile("after the runs", "f", "x\n")
 }
 
+// What the command leaves running in its process group is killed when
+// it exits: the workspace is about to go.
+func TestRunLeftovers(t *testing.T) {
+	w := newWorkspace(t)
+	r := w.start(`sleep 1000 & echo $!`)
+	if !r.lines.Scan() {
+		t.Fatalf("no pid: %s", r.stderr.String())
+	}
+	pid, err := strconv.Atoi(r.lines.Text())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d: %s", code, r.stderr.String())
+	}
+	// Dead: gone, or a zombie its new parent has yet to reap.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))[0] == "Z" {
+			break
+		}
+		if time.Now().After(end) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the command's background process %d outlived cowfs run", pid)
+		}
+	}
+}
+
 // Signals sent to cowfs run reach the command; the terminal's own go to
 // its process group.
 func TestRunSignals(t *testing.T) {
