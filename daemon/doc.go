@@ -8,10 +8,19 @@
 //
 // Each workspace has a state directory outside it, named after the
 // workspace's path: StateRoot()/NAME-HASH, mode 0700. It holds the
-// control socket (ctl.sock), the journal (journal/, unless --journal
-// moves it) and, in background mode, the daemon's log. The CLI finds a
-// daemon from a path by computing the same name, for the path and each
-// of its parents.
+// control socket (ctl.sock; NAME-HASH.sock in $COWFS_SOCKET_DIR if
+// set), the journal (journal/, unless --journal moves it; journal.dir
+// records where), and the daemon's log. The CLI finds a daemon from a
+// path by computing the same name, for the path and each of its
+// parents.
+//
+// # Without a mount
+//
+// OpenOffline does what Start does but mount, for a workspace no daemon
+// serves, and serves the same ctl.Service on a private socket: the
+// CLI's history commands work on a journal whose daemon is gone
+// (offline.go). cowfs run's sandbox is an ordinary Start in a private
+// mount namespace.
 //
 // Imports: fs, journal, aside, backing, rollback, ctl; it re-exports
 // the errors the CLI tells apart, so cmd/cowfs imports only daemon and
