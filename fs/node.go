@@ -45,6 +45,7 @@ type filesystem struct {
 	dirs      dirCache
 	dev       atomic.Uint64 // the mount's device number, once mounted
 	bg        sync.WaitGroup
+	umasks    umasks // of creating requests in flight (umask.go)
 }
 
 // apart runs fn in a goroutine of its own, joined before the mount's
