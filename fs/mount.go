@@ -126,7 +126,11 @@ func New(cfg Config) (*Mount, error) {
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		NullPermissions: true, // show modes as they are
-		Logger:          log.New(slogWriter{logger}, "", 0),
+		// The root's identity is its backing inode's, as every node's:
+		// records of its entry changes name it, so a rollback puts its
+		// times back, and invalidations reach it.
+		RootStableAttr: rootStable(root.fs, rootFd),
+		Logger:         log.New(slogWriter{logger}, "", 0),
 	}
 	// An open file whose names were all removed is read and written
 	// through its aside entry (io.go): keep the entry while the kernel

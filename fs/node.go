@@ -72,6 +72,17 @@ func (fs *filesystem) stable(st *unix.Stat_t, gen uint64) gofs.StableAttr {
 	return gofs.StableAttr{Mode: st.Mode, Ino: fs.idOf(st), Gen: gen}
 }
 
+// rootStable is the stable identity of the backing root (descriptor
+// root), or nil (go-fuse's default) if it cannot be read.
+func rootStable(fs *filesystem, root int) *gofs.StableAttr {
+	st, gen, err := backing.Lstatat(root, "")
+	if err != nil {
+		return nil
+	}
+	s := fs.stable(st, gen)
+	return &s
+}
+
 // rel returns the node's path relative to the backing root, and false
 // if the node has no name (deleted, not kept aside). It walks go-fuse's
 // parents; a parentless ancestor contributes where it was moved to.
