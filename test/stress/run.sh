@@ -84,8 +84,8 @@ fio_job() { # fio_job NAME ENGINE [fio options]
 	local name=$1 engine=$2; shift 2
 	fio --name="$name" --directory="$ws/fio" --ioengine="$engine" --rw=randrw --bs=4k \
 		--size=$fiosize --numjobs=2 --verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--verify_backlog=1024 --output="$scratch/fio-$name.log" "$@"
-	! grep -q "verify.*bad\|crc32c: verify failed" "$scratch/fio-$name.log"
+		--verify_backlog=1024 --verify_state_save=0 --output="$scratch/fio-$name.log" "$@"
+	! grep -q 'verify.*bad\|verify failed\|err= *[1-9]' "$scratch/fio-$name.log"
 }
 fio_all() {
 	fio_job psync psync &&
