@@ -54,6 +54,7 @@ or the nearest parent with a mounted workspace).
 		newMarkersCommand(),
 		newEventsCommand(),
 		newDiffCommand(),
+		newPurgeCommand(),
 	)
 	usageErrors(root)
 	return root
