@@ -91,5 +91,6 @@ func Cases() []Case {
 	cs = append(cs, linkCases()...)
 	cs = append(cs, errnoCases()...)
 	cs = append(cs, aclCases()...)
+	cs = append(cs, moreCases()...)
 	return cs
 }

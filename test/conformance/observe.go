@@ -3,7 +3,9 @@ package conformance
 import (
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +26,8 @@ func Observe(dir, rel string) string {
 		s += fmt.Sprintf(" rdev=%d,%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	case unix.S_IFREG:
 		s += fmt.Sprintf(" size=%d", st.Size)
+	case unix.S_IFDIR:
+		s += fmt.Sprintf(" entries=%v", entries(p))
 	}
 	for _, x := range []string{"system.posix_acl_access", "system.posix_acl_default"} {
 		buf := make([]byte, 1024)
@@ -53,4 +57,16 @@ func typeName(mode uint32) string {
 		return "sock"
 	}
 	return "?"
+}
+
+// entries lists the names in directory p, sorted.
+func entries(p string) []string {
+	f, err := os.Open(p)
+	if err != nil {
+		return []string{result(err.(*os.PathError).Err)}
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	sort.Strings(names)
+	return names
 }

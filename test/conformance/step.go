@@ -176,6 +176,22 @@ func do(op Op) error {
 			return pe.Err
 		}
 		return err
+	case "tmpfile": // an O_TMPFILE file in directory p, linked as p2
+		fd, err := unix.Open(p, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, op.Mode)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, p2, unix.AT_SYMLINK_FOLLOW)
+	case "setxattr": // Args: name, value
+		return unix.Lsetxattr(p, op.Args[0], []byte(op.Args[1]), op.Flags)
+	case "getxattr":
+		_, err := unix.Lgetxattr(p, op.Args[0], make([]byte, 256))
+		return err
+	case "removexattr":
+		return unix.Lremovexattr(p, op.Args[0])
+	case "chmod-nofollow":
+		return unix.Fchmodat(unix.AT_FDCWD, p, op.Mode, unix.AT_SYMLINK_NOFOLLOW)
 	case "exec":
 		out, err := exec.Command(op.Args[0], op.Args[1:]...).CombinedOutput()
 		if err != nil {
