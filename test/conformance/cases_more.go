@@ -16,7 +16,30 @@ func moreCases() []Case {
 		o.Mode = mode
 		return o
 	}
+	pwrite := func(p string, off, n int) Op { o := op("pwrite", p); o.Gid, o.Uid = off, n; return o }
+	falloc := func(p string, mode, off, n int) Op {
+		o := op("fallocate", p)
+		o.Flags, o.Gid, o.Uid = mode, off, n
+		return o
+	}
+	seek := func(p string, off int) Op { o := op("seek", p); o.Gid = off; return o }
 	return []Case{{
+		Name: "sparse-files-and-fallocate",
+		Steps: []Step{as(root, 0o022,
+			creat("s", 0o644), pwrite("s", 0, 5000), pwrite("s", 1<<20, 100), seek("s", 0), seek("s", 8192),
+			falloc("s", unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 4096), seek("s", 0),
+			falloc("s", unix.FALLOC_FL_PUNCH_HOLE, 0, 4096),
+			falloc("s", unix.FALLOC_FL_ZERO_RANGE, 4096, 4096), falloc("s", unix.FALLOC_FL_KEEP_SIZE, 2<<20, 8192),
+			// Not FALLOC_FL_COLLAPSE_RANGE or INSERT_RANGE: the kernel's
+			// FUSE client refuses them (EOPNOTSUPP, fs/fuse/file.c) before
+			// any FUSE filesystem sees them, as tmpfs does.
+			falloc("s", 0, 3<<20, 4096), seek("s", 0), seek("s", 16384),
+			two("copy", "s", "c"), creat("e", 0o644), seek("e", 0), truncate("e", 1<<20), seek("e", 0),
+			falloc("d", 0, 0, 10), mkdir("d", 0o755), falloc("d", 0, 0, 10)),
+			as(nobody, 0o022, falloc("s", 0, 0, 10), pwrite("s", 0, 1)),
+		},
+		Observe: []string{"s", "c", "e"},
+	}, {
 		Name: "tmpfile-modes",
 		Steps: []Step{
 			as(root, 0, mkdir("a", 0o777), run("setfacl", "-d", "-m", "u::rwx,g::rwx,o::rwx", "a"),

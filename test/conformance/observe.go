@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -25,7 +26,10 @@ func Observe(dir, rel string) string {
 	case unix.S_IFCHR, unix.S_IFBLK:
 		s += fmt.Sprintf(" rdev=%d,%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	case unix.S_IFREG:
-		s += fmt.Sprintf(" size=%d", st.Size)
+		s += fmt.Sprintf(" size=%d blocks=%d", st.Size, st.Blocks)
+		if b, err := os.ReadFile(p); err == nil {
+			s += fmt.Sprintf(" sha256=%x", sha256.Sum256(b))
+		}
 	case unix.S_IFDIR:
 		s += fmt.Sprintf(" entries=%v", entries(p))
 	}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -192,6 +193,54 @@ func do(op Op) error {
 		return unix.Lremovexattr(p, op.Args[0])
 	case "chmod-nofollow":
 		return unix.Fchmodat(unix.AT_FDCWD, p, op.Mode, unix.AT_SYMLINK_NOFOLLOW)
+	case "pwrite": // Uid bytes of 'x' at offset Gid
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Pwrite(fd, bytes.Repeat([]byte{'x'}, op.Uid), int64(op.Gid))
+		return err
+	case "fallocate": // mode Flags, offset Gid, length Uid
+		fd, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Fallocate(fd, uint32(op.Flags), int64(op.Gid), int64(op.Uid))
+	case "seek": // SEEK_DATA and SEEK_HOLE from offset Gid
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		d, err := unix.Seek(fd, int64(op.Gid), unix.SEEK_DATA)
+		h, herr := unix.Seek(fd, int64(op.Gid), unix.SEEK_HOLE)
+		return fmt.Errorf("data %d %v, hole %d %v", d, err, h, herr)
+	case "copy": // copy_file_range of all of p to the start of p2
+		in, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(in)
+		out, err := unix.Open(p2, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(out)
+		var st unix.Stat_t
+		unix.Fstat(in, &st)
+		for left := int(st.Size); left > 0; {
+			n, err := unix.CopyFileRange(in, nil, out, nil, left, 0)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			left -= n
+		}
+		return nil
 	case "exec":
 		out, err := exec.Command(op.Args[0], op.Args[1:]...).CombinedOutput()
 		if err != nil {
