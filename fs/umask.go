@@ -49,31 +49,49 @@ func (u umaskFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 }
 
 // umasks maps calling threads to the umask of their creating request.
+// A thread makes one system call at a time, but requests the kernel
+// cannot name a thread for come with pid 0: while several of those are
+// in flight, each gets the union of their umasks, never more
+// permissive than its own.
 type umasks struct {
 	mu sync.Mutex
-	m  map[uint32]uint32
+	m  map[uint32]umaskEntry
+}
+
+type umaskEntry struct {
+	mask uint32
+	n    int // requests in flight
 }
 
 // note records tid's umask and returns the function that forgets it.
 func (u *umasks) note(tid, umask uint32) func() {
 	u.mu.Lock()
 	if u.m == nil {
-		u.m = map[uint32]uint32{}
+		u.m = map[uint32]umaskEntry{}
 	}
-	u.m[tid] = umask
+	e := u.m[tid]
+	u.m[tid] = umaskEntry{e.mask | umask, e.n + 1}
 	u.mu.Unlock()
 	return func() {
 		u.mu.Lock()
-		delete(u.m, tid)
+		if e := u.m[tid]; e.n > 1 {
+			u.m[tid] = umaskEntry{e.mask, e.n - 1}
+		} else {
+			delete(u.m, tid)
+		}
 		u.mu.Unlock()
 	}
 }
 
-func (u *umasks) of(tid uint32) (uint32, bool) {
+// of returns the umask of tid's creating request; a request that did
+// not pass umaskFS (none should) gets the common 022.
+func (u *umasks) of(tid uint32) uint32 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	m, ok := u.m[tid]
-	return m, ok
+	if e, ok := u.m[tid]; ok {
+		return e.mask
+	}
+	return 0o022
 }
 
 // createMode is the mode to create an entry with in directory dir (a
@@ -81,9 +99,9 @@ func (u *umasks) of(tid uint32) (uint32, bool) {
 // umask, unless dir has a default ACL, which the backing filesystem
 // applies instead.
 func (fs *filesystem) createMode(c caller, dir int, mode uint32) uint32 {
-	umask, ok := fs.umasks.of(c.tid)
-	if !ok || umask == 0 {
-		return mode
+	umask := fs.umasks.of(c.tid)
+	if mode&umask == 0 {
+		return mode // nothing to take away
 	}
 	// dir may be an O_PATH descriptor, which fgetxattr refuses.
 	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(dir), "system.posix_acl_default", nil)
