@@ -74,8 +74,9 @@ func (n *Node) made(ctx context.Context, c *change, rec *journal.Record, dir int
 }
 
 // make journals the creation of name, of type typ, then has mk create it
-// in n's directory descriptor, as the caller.
-func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.EntryOut, mk func(dir int) error) (*gofs.Inode, syscall.Errno) {
+// in n's directory descriptor, as the caller; perm turns the mode asked
+// for into the mode to create with (umask.go).
+func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.EntryOut, mk func(dir int, perm func(uint32) uint32) error) (*gofs.Inode, syscall.Errno) {
 	dir, done, e := n.inode()
 	if e != 0 {
 		return nil, e
@@ -87,17 +88,19 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 	if e != 0 {
 		return nil, e
 	}
-	err := asCaller(c.who(), func() error { return mk(dir) })
+	who := c.who()
+	perm := func(mode uint32) uint32 { return n.fs.createMode(who, dir, mode) }
+	err := asCaller(who, func() error { return mk(dir, perm) })
 	return n.made(ctx, c, rec, dir, name, err, out)
 }
 
 var _ = (gofs.NodeCreater)((*Node)(nil))
 
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	ch, e := n.make(ctx, name, syscall.S_IFREG, out, func(dir int) error {
+	ch, e := n.make(ctx, name, syscall.S_IFREG, out, func(dir int, perm func(uint32) uint32) error {
 		// Always O_EXCL: a name that exists must not be truncated
 		// behind the journal's back. No handle is kept (io.go).
-		fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, mode&07777)
+		fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, perm(mode&07777))
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -138,23 +141,23 @@ func (n *Node) createExisting(ctx context.Context, name string, flags uint32, ou
 var _ = (gofs.NodeMkdirer)((*Node)(nil))
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, syscall.S_IFDIR, out, func(dir int) error {
-		return unix.Mkdirat(dir, name, mode&07777)
+	return n.make(ctx, name, syscall.S_IFDIR, out, func(dir int, perm func(uint32) uint32) error {
+		return unix.Mkdirat(dir, name, perm(mode&07777))
 	})
 }
 
 var _ = (gofs.NodeMknoder)((*Node)(nil))
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, mode&syscall.S_IFMT, out, func(dir int) error {
-		return unix.Mknodat(dir, name, mode, int(rdev))
+	return n.make(ctx, name, mode&syscall.S_IFMT, out, func(dir int, perm func(uint32) uint32) error {
+		return unix.Mknodat(dir, name, mode&^07777|perm(mode&07777), int(rdev))
 	})
 }
 
 var _ = (gofs.NodeSymlinker)((*Node)(nil))
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, syscall.S_IFLNK, out, func(dir int) error {
+	return n.make(ctx, name, syscall.S_IFLNK, out, func(dir int, _ func(uint32) uint32) error {
 		return unix.Symlinkat(target, dir, name)
 	})
 }
@@ -231,9 +234,11 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	fd := -1
-	err := asCaller(c.who(), func() error {
+	who := c.who()
+	perm := n.fs.createMode(who, dir, mode&07777)
+	err := asCaller(who, func() error {
 		var err error
-		fd, err = unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, mode&07777)
+		fd, err = unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, perm)
 		return err
 	})
 	if err != nil {

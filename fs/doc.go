@@ -18,7 +18,8 @@
 //	SETXATTR, REMOVEXATTR       the old value, or its absence
 //	CREATE, MKDIR, MKNOD, SYMLINK, LINK   "did not exist"
 //	UNLINK, RMDIR               the inode, moved aside (package aside)
-//	RENAME                      the rename; a replaced target, kept aside
+//	RENAME                      the rename; a replaced target, kept aside;
+//	                            a whiteout left behind, as a creation
 //	COPY_FILE_RANGE, IOCTL      refused, so the kernel falls back to writes
 //
 // An epoch is a turn (each of its steps a new one), or the time between

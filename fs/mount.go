@@ -109,12 +109,16 @@ func New(cfg Config) (*Mount, error) {
 			// The kernel checks permissions as it does on the backing
 			// directory; without this a root daemon would let any uid
 			// write root's 0644 files.
-			Options:  []string{"default_permissions"},
-			MaxWrite: 1 << 20,
+			Options: append([]string{"default_permissions"}, backingFlags(rootFd)...),
+			// Access ACLs checked by the kernel, default ACLs applied
+			// to new entries (umask.go).
+			EnableAcl: true,
+			MaxWrite:  1 << 20,
 			// fcntl and flock locks are the kernel's (see io.go).
 			EnableLocks: false,
-			// See killpriv.go.
-			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+			// See killpriv.go; DONT_MASK: the umask is applied here
+			// (umask.go).
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_DONT_MASK,
 			Debug:             cfg.Debug,
 			Logger:            log.New(slogWriter{logger}, "", 0),
 		},
@@ -122,7 +126,11 @@ func New(cfg Config) (*Mount, error) {
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		NullPermissions: true, // show modes as they are
-		Logger:          log.New(slogWriter{logger}, "", 0),
+		// The root's identity is its backing inode's, as every node's:
+		// records of its entry changes name it, so a rollback puts its
+		// times back, and invalidations reach it.
+		RootStableAttr: rootStable(root.fs, rootFd),
+		Logger:         log.New(slogWriter{logger}, "", 0),
 	}
 	// An open file whose names were all removed is read and written
 	// through its aside entry (io.go): keep the entry while the kernel
@@ -130,7 +138,7 @@ func New(cfg Config) (*Mount, error) {
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.apart(func() { root.fs.freeKept(p) }) }
-	server, err := gofs.Mount(cfg.Mountpoint, root, opts)
+	server, err := mountServer(cfg.Mountpoint, root, opts, &root.fs.umasks)
 	if err != nil {
 		unix.Close(rootFd)
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {

@@ -45,6 +45,7 @@ type filesystem struct {
 	dirs      dirCache
 	dev       atomic.Uint64 // the mount's device number, once mounted
 	bg        sync.WaitGroup
+	umasks    umasks // of creating requests in flight (umask.go)
 }
 
 // apart runs fn in a goroutine of its own, joined before the mount's
@@ -69,6 +70,17 @@ func (n *Node) newNode(ctx context.Context, st *unix.Stat_t, gen uint64) *gofs.I
 // generation, so a number reused after a deletion is a new inode.
 func (fs *filesystem) stable(st *unix.Stat_t, gen uint64) gofs.StableAttr {
 	return gofs.StableAttr{Mode: st.Mode, Ino: fs.idOf(st), Gen: gen}
+}
+
+// rootStable is the stable identity of the backing root (descriptor
+// root), or nil (go-fuse's default) if it cannot be read.
+func rootStable(fs *filesystem, root int) *gofs.StableAttr {
+	st, gen, err := backing.Lstatat(root, "")
+	if err != nil {
+		return nil
+	}
+	s := fs.stable(st, gen)
+	return &s
 }
 
 // rel returns the node's path relative to the backing root, and false

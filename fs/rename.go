@@ -28,9 +28,6 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if np.hidden(newName) {
 		return syscall.EPERM
 	}
-	if flags&unix.RENAME_WHITEOUT != 0 {
-		return syscall.EINVAL
-	}
 	rel1, ok1 := n.child(name)
 	rel2, ok2 := np.child(newName)
 	if !ok1 || !ok2 {
@@ -103,6 +100,17 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if err := c.record(rec, nil); err != nil {
 		return errno(err)
 	}
+	// RENAME_WHITEOUT leaves a whiteout (a character device 0:0 of the
+	// caller's) at the old name: a creation after the rename, so undo
+	// removes it before it renames back.
+	var whiteout *journal.Record
+	if flags&unix.RENAME_WHITEOUT != 0 {
+		whiteout = &journal.Record{Kind: journal.KindCreate, Path: rel1, Type: syscall.S_IFCHR}
+		if err := c.record(whiteout, nil); err != nil {
+			c.discard(rec)
+			return errno(err)
+		}
+	}
 	a := n.fs.rec.aside
 	keep := rec.Aside
 	if keep == "" {
@@ -120,7 +128,17 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 			return errno(err)
 		}
 	}
-	if err := unix.Renameat2(d1, name, d2, newName, uint(flags)); err != nil {
+	rename := func() error { return unix.Renameat2(d1, name, d2, newName, uint(flags)) }
+	var err error
+	if whiteout != nil {
+		err = asCaller(c.who(), rename) // the whiteout is the caller's, as natively
+	} else {
+		err = rename()
+	}
+	if err != nil {
+		if whiteout != nil {
+			c.discard(whiteout)
+		}
 		if keep != "" {
 			// Put the target back as it was; the rename never happened.
 			if targetIsDir {
@@ -137,6 +155,12 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	if kept != "" {
 		n.keptWhileUsed(kept)
+	}
+	if whiteout != nil {
+		var wst unix.Stat_t
+		if unix.Fstatat(d1, name, &wst, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			c.markCreated(n.idOf(&wst))
+		}
 	}
 	return 0
 }

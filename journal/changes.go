@@ -147,6 +147,11 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	}
 	src, dst := m[from], m[to]
 	replaced := r.Aside != "" || (dst != nil && dst.Kind == Deleted)
+	if dst != nil && dst.Kind == Created {
+		// What it replaced was made in this run of records: nothing
+		// that existed before was replaced (mkdir a b; mv -T a b).
+		replaced = false
+	}
 	move(m, from, to)
 	switch {
 	case src == nil:

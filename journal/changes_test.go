@@ -29,6 +29,17 @@ func TestChanges(t *testing.T) {
 		// moved, then deleted: the old path is deleted
 		{Kind: KindRename, Path: "x", Path2: "y", Type: file},
 		{Kind: KindRemove, Path: "y", Type: file, Aside: "3", Attr: Attr{Size: 5}},
+		// mkdir -p n/x o; mv -T n o; rm -r o: nothing
+		{Kind: KindCreate, Path: "n", Type: dir},
+		{Kind: KindCreate, Path: "n/x", Type: dir},
+		{Kind: KindCreate, Path: "o", Type: dir},
+		{Kind: KindRename, Path: "n", Path2: "o", Aside: "4", Type: dir},
+		{Kind: KindRemove, Path: "o/x", Type: dir, Aside: "5"},
+		{Kind: KindRemove, Path: "o", Type: dir, Aside: "6"},
+		// a new file renamed over a new file is created
+		{Kind: KindCreate, Path: "p", Type: file},
+		{Kind: KindCreate, Path: "q", Type: file},
+		{Kind: KindRename, Path: "p", Path2: "q", Aside: "7", Type: file},
 	}
 	got := map[string]string{}
 	for _, c := range Changes(recs) {
@@ -41,6 +52,7 @@ func TestChanges(t *testing.T) {
 		"e/f":   "created from= bytes=0 by=",
 		"m":     "metadata from= bytes=0 by=",
 		"x":     "deleted from= bytes=5 by=",
+		"q":     "created from= bytes=0 by=",
 	}
 	for p, w := range want {
 		if got[p] != w {

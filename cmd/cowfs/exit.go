@@ -30,7 +30,8 @@ const exitCodeHelp = `Exit codes:
   2  bad usage or bad request
   3  no daemon is running for the workspace
   4  busy: a turn is open (or another rollback runs); umount: processes
-     still use the workspace (they are named)
+     still use the workspace (they are named); purge: a daemon serves the
+     workspace
   5  not found: no such turn or path
   6  the turn has left the rollback window
   7  conflict: the request contradicts the state (no open turn, id in use)
@@ -65,7 +66,7 @@ func exitCode(err error) int {
 		return exitNotRunning
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeBadRequest}):
 		return exitUsage
-	case errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}):
+	case errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}), errors.Is(err, daemon.ErrServed):
 		return exitBusy
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeNotFound}):
 		return exitNotFound

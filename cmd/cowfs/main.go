@@ -60,6 +60,7 @@ or the nearest parent with a mounted workspace).
 		newEventsCommand(),
 		newDiffCommand(),
 		newRunCommand(),
+		newPurgeCommand(),
 	)
 	usageErrors(root)
 	return root

@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// ErrServed: a daemon serves the workspace (or its mount is still
+// there), so its journal and private area are in use.
+var ErrServed = errors.New("a cowfs daemon serves the workspace; run 'cowfs umount' first")
+
+// PurgeResult lists what Purge removed.
+type PurgeResult struct {
+	Removed []string `json:"removed"` // paths removed, in order
+}
+
+// Purge removes everything cowfs keeps for the workspace ws: its
+// private directory in the workspace (the aside area, with the inodes
+// kept there), its journal (journalDir, or the default one in the
+// state directory) and its state directory. Every rollback of the
+// workspace is gone afterwards; its files are left as they are.
+//
+// It refuses with ErrServed while a daemon answers for the workspace,
+// while the workspace is a cowfs mount, or while the journal is locked
+// (a daemon starting or stopping); the journal stays locked by Purge
+// until it is removed, so no daemon can start meanwhile.
+//
+// Order, for a purge cut short (a crash, a failure): the private
+// directory goes first, while the journal that names it still proves it
+// is cowfs's; then the journal; then the state directory. Running Purge
+// again finishes the job. Nothing is followed on the way: each
+// directory is removed through descriptors of its parent
+// (backing.RemoveAll), so a link planted anywhere removes the link,
+// never what it points to.
+func Purge(ws, journalDir string) (PurgeResult, error) {
+	var res PurgeResult
+	loc, err := Locate(ws)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if st, err := ctl.NewClient(loc.Socket()).Status(ctx); err == nil {
+		return res, fmt.Errorf("%w (pid %d)", ErrServed, st.Pid)
+	}
+	if m, ok := mountAt(loc.Workspace); ok && m.FSType == "fuse.cowfs" {
+		return res, fmt.Errorf("%w: %s is still a cowfs mount", ErrServed, loc.Workspace)
+	}
+	jdir := journalDir
+	if jdir == "" {
+		jdir = loc.Journal()
+	}
+	jdir = resolved(jdir)
+
+	// The journal names the private directory that is its own (its
+	// binding token), and opening it takes its lock.
+	token := ""
+	if _, err := os.Stat(filepath.Join(jdir, "lock")); err == nil {
+		j, err := journal.Open(jdir, journal.Options{})
+		if errors.Is(err, journal.ErrLocked) {
+			return res, fmt.Errorf("%w: %v", ErrServed, err)
+		}
+		if err != nil {
+			return res, fmt.Errorf("open the journal to purge it (remove %s by hand if it is beyond repair): %w", jdir, err)
+		}
+		token, err = j.Binding()
+		j.Close()
+		if err != nil {
+			return res, err
+		}
+	}
+	// Hold the journal's lock from here on: no daemon starts on it
+	// while it is removed.
+	unlock, err := lockJournal(jdir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+
+	root, err := unix.Open(loc.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		// No workspace: no private directory to remove.
+	case err != nil:
+		return res, fmt.Errorf("workspace %s: %w", loc.Workspace, err)
+	default:
+		had, err := aside.Purge(root, token)
+		unix.Close(root)
+		if err != nil {
+			return res, err
+		}
+		if had {
+			res.Removed = append(res.Removed, filepath.Join(loc.Workspace, aside.Dir))
+		}
+	}
+	for _, dir := range []string{jdir, loc.Dir} {
+		had, err := removeDir(dir)
+		if err != nil {
+			return res, err
+		}
+		if had {
+			res.Removed = append(res.Removed, dir)
+		}
+	}
+	return res, nil
+}
+
+// lockJournal takes the journal's lock (as journal.Open does) if the
+// journal exists, and returns what releases it.
+func lockJournal(jdir string) (func(), error) {
+	fd, err := unix.Open(filepath.Join(jdir, "lock"), unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal lock: %w", err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: the journal %s is locked", ErrServed, jdir)
+		}
+		return nil, fmt.Errorf("journal lock: %w", err)
+	}
+	return func() { unix.Close(fd) }, nil
+}
+
+// removeDir removes dir and everything beneath it through a descriptor
+// of its parent, following no link beneath the parent, and reports
+// whether it existed.
+func removeDir(dir string) (bool, error) {
+	parent, err := unix.Open(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("purge %s: %w", dir, err)
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(dir)
+	if _, _, err := backing.Lstatat(parent, name); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, fmt.Errorf("purge %s: %w", dir, err)
+	}
+	if err := backing.RemoveAll(parent, name); err != nil {
+		return true, fmt.Errorf("purge %s: %w", dir, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,126 @@
+package fs
+
+import (
+	"strconv"
+	"sync"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The mode of a new entry is decided as on the backing filesystem, where
+// a directory's default ACL, if it has one, takes the place of the
+// creating process's umask. The mount asks the kernel for POSIX ACL
+// support (Mount: EnableAcl), so the kernel checks access ACLs as the
+// backing filesystem would and sends CREATE, MKDIR, MKNOD and TMPFILE
+// with the mode unmasked and the caller's umask alongside. go-fuse's
+// node API drops the umask, so umaskFS, in front of it, notes each
+// request's umask under its calling thread (a thread makes one system
+// call at a time) for createMode to find. The daemon's own umask is 0.
+//
+// Where the kernel applied the umask itself (no ACL support negotiated)
+// applying it again changes nothing.
+
+// umaskFS notes the umask of creating requests while they are served.
+type umaskFS struct {
+	fuse.RawFileSystem
+	umasks *umasks
+}
+
+func (u umaskFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	defer u.umasks.note(in.Pid, in.Umask)()
+	return u.RawFileSystem.Create(cancel, in, name, out)
+}
+
+func (u umaskFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	defer u.umasks.note(in.Pid, in.Umask)()
+	return u.RawFileSystem.Tmpfile(cancel, in, out)
+}
+
+func (u umaskFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	defer u.umasks.note(in.Pid, in.Umask)()
+	return u.RawFileSystem.Mkdir(cancel, in, name, out)
+}
+
+func (u umaskFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	defer u.umasks.note(in.Pid, in.Umask)()
+	return u.RawFileSystem.Mknod(cancel, in, name, out)
+}
+
+// umasks maps calling threads to the umask of their creating request.
+// A thread makes one system call at a time, but requests the kernel
+// cannot name a thread for come with pid 0: while several of those are
+// in flight, each gets the union of their umasks, never more
+// permissive than its own.
+type umasks struct {
+	mu sync.Mutex
+	m  map[uint32]umaskEntry
+}
+
+type umaskEntry struct {
+	mask uint32
+	n    int // requests in flight
+}
+
+// note records tid's umask and returns the function that forgets it.
+func (u *umasks) note(tid, umask uint32) func() {
+	u.mu.Lock()
+	if u.m == nil {
+		u.m = map[uint32]umaskEntry{}
+	}
+	e := u.m[tid]
+	u.m[tid] = umaskEntry{e.mask | umask, e.n + 1}
+	u.mu.Unlock()
+	return func() {
+		u.mu.Lock()
+		if e := u.m[tid]; e.n > 1 {
+			u.m[tid] = umaskEntry{e.mask, e.n - 1}
+		} else {
+			delete(u.m, tid)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// of returns the umask of tid's creating request; a request that did
+// not pass umaskFS (none should) gets the common 022.
+func (u *umasks) of(tid uint32) uint32 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if e, ok := u.m[tid]; ok {
+		return e.mask
+	}
+	return 0o022
+}
+
+// createMode is the mode to create an entry with in directory dir (a
+// descriptor) for caller c who asked for mode: without the caller's
+// umask, unless dir has a default ACL, which the backing filesystem
+// applies instead.
+func (fs *filesystem) createMode(c caller, dir int, mode uint32) uint32 {
+	umask := fs.umasks.of(c.tid)
+	if mode&umask == 0 {
+		return mode // nothing to take away
+	}
+	// dir may be an O_PATH descriptor, which fgetxattr refuses.
+	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(dir), "system.posix_acl_default", nil)
+	if err == nil {
+		return mode
+	}
+	return mode &^ umask // ENODATA; any other error errs on the safe side
+}
+
+// mountServer is gofs.Mount with umaskFS in front of the node API.
+func mountServer(dir string, root gofs.InodeEmbedder, opts *gofs.Options, u *umasks) (*fuse.Server, error) {
+	raw := umaskFS{gofs.NewNodeFS(root, opts), u}
+	server, err := fuse.NewServer(raw, dir, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err
+	}
+	return server, nil
+}
