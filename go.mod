@@ -26,3 +26,5 @@ require (
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
 	google.golang.org/protobuf v1.36.7 // indirect
 )
+
+replace github.com/hanwen/go-fuse/v2 => ./third_party/go-fuse
