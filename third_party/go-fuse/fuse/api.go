@@ -132,7 +132,10 @@
 // the Dev field in the Stat_t result for a file in the mount.
 package fuse
 
-import "log"
+import (
+	"log"
+	"time"
+)
 
 // Types for users to implement.
 
@@ -248,6 +251,24 @@ type MountOptions struct {
 	// SingleThreaded, if set, wraps the file system in a single-threaded
 	// locking wrapper.
 	SingleThreaded bool
+
+	// ServeInline, if set, has a single goroutine read requests and
+	// serve each one itself before reading the next, instead of
+	// keeping spare readers blocked on the device and starting
+	// another whenever none is left. Small requests then cost no
+	// wake-up of another thread, which on machines with few CPUs is
+	// most of their cost. A request still running after
+	// InlineHandoff hands the reading over to a new goroutine, so a
+	// slow or blocked request never holds up the others, and, as
+	// without this option, the number of requests served at once
+	// is not bounded. See inline.go. Ignored where the platform
+	// needs a single reader (not Linux).
+	ServeInline bool
+
+	// InlineHandoff is how long a request may run on the reading
+	// goroutine before another takes over reading (ServeInline). If
+	// zero, 1ms.
+	InlineHandoff time.Duration
 
 	// DisableXAttrs, if set, returns ENOSYS for Getxattr, Setxattr and
 	// Removexattr calls, so the kernel does not issue any Xattr operations

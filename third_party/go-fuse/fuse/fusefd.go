@@ -152,7 +152,7 @@ func (r *fuseFD) readRequest() (req *requestAlloc, code Status) {
 		r.putReadBuf(dest)
 	}
 	r.reqReaders--
-	if !ms.singleReader && r.reqReaders <= 0 && !needsBackPressure {
+	if !ms.singleReader && !ms.opts.ServeInline && r.reqReaders <= 0 && !needsBackPressure {
 		r.loops.Add(1)
 		go ms.loop()
 	}

@@ -69,6 +69,9 @@ type Server struct {
 
 	// for implementing single threaded processing.
 	requestProcessingMu sync.Mutex
+
+	// for MountOptions.ServeInline.
+	inline inlineDispatch
 }
 
 // SetDebug is deprecated. Use MountOptions.Debug instead.
@@ -460,12 +463,19 @@ func (ms *Server) handleInit() Status {
 // BenchmarkGoFuseReaddir-2       	    3511	    319765 ns/op
 func (ms *Server) loop() {
 	defer ms.fuseFD.loops.Done()
+	var inline *inlineReader
+	if ms.opts.ServeInline && !ms.singleReader {
+		inline = &inlineReader{}
+	}
 exit:
 	for {
 		req, errNo := ms.fuseFD.readRequest()
 		switch errNo {
 		case OK:
 			if req == nil {
+				if inline != nil && ms.outOfBudget() {
+					continue
+				}
 				break exit
 			}
 		case ENOENT:
@@ -486,6 +496,12 @@ exit:
 
 		if ms.singleReader && ms.fuseFD.canAcceptAnother() {
 			go ms.handleRequest(req)
+			continue
+		}
+		if inline != nil {
+			if !ms.serveInline(inline, req) {
+				break exit // another goroutine reads now
+			}
 			continue
 		}
 		ms.handleRequest(req)
