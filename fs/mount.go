@@ -119,8 +119,13 @@ func New(cfg Config) (*Mount, error) {
 			// See killpriv.go; DONT_MASK: the umask is applied here
 			// (umask.go).
 			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_DONT_MASK,
-			Debug:             cfg.Debug,
-			Logger:            log.New(slogWriter{logger}, "", 0),
+			// One goroutine reads and serves each request itself,
+			// handing the reading over when a request runs long
+			// (third_party/go-fuse/fuse/inline.go; docs/design.md,
+			// "Serving requests").
+			ServeInline: true,
+			Debug:       cfg.Debug,
+			Logger:      log.New(slogWriter{logger}, "", 0),
 		},
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
