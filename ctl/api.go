@@ -134,6 +134,10 @@ type Status struct {
 	Unrevertable int `json:"unrevertable"`
 	// The daemon's own resources, to watch for leaks and bound memory.
 	Resources Resources `json:"resources"`
+	// FUSERequests counts the FUSE requests the mount has served since
+	// it started, by operation ("LOOKUP", "WRITE", ...); operations
+	// never served are left out. For measuring round trips.
+	FUSERequests map[string]uint64 `json:"fuse_requests,omitempty"`
 }
 
 // TurnRef names a turn by number or by the harness's id. In JSON it is

@@ -40,6 +40,9 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	if err := d.j.Broken(); err != nil {
 		st.JournalError = err.Error()
 	}
+	if d.mount != nil {
+		st.FUSERequests = d.mount.Requests()
+	}
 	ts, err := d.j.Turns()
 	if err != nil {
 		return st, err

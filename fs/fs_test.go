@@ -26,6 +26,14 @@ func testMount(t *testing.T) (mnt, backing string, j *journal.Journal) {
 // testMountArea is testMount that also returns the aside area.
 func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *aside.Area) {
 	t.Helper()
+	mnt, backing, j, a, _ = testMountAll(t)
+	return mnt, backing, j, a
+}
+
+// testMountAll is testMount that also returns the aside area and the
+// mount.
+func testMountAll(t *testing.T) (mnt, backing string, j *journal.Journal, a *aside.Area, m *Mount) {
+	t.Helper()
 	testenv.NeedFUSE(t)
 	dir := t.TempDir()
 	backing = filepath.Join(dir, "backing")
@@ -42,7 +50,7 @@ func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *as
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Root: root, Mountpoint: mnt, Journal: j, Aside: a})
+	m, err = New(Config{Root: root, Mountpoint: mnt, Journal: j, Aside: a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +60,7 @@ func testMountArea(t *testing.T) (mnt, backing string, j *journal.Journal, a *as
 			syscall.Unmount(mnt, syscall.MNT_DETACH)
 		}
 	})
-	return mnt, backing, j, a
+	return mnt, backing, j, a, m
 }
 
 // go-fuse's POSIX conformance tests, against a cowfs mount with a turn

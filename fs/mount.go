@@ -53,6 +53,7 @@ type Mount struct {
 	mountpoint string
 	root       *Node
 	inval      invalidations
+	raw        *counting
 	closeOnce  sync.Once
 }
 
@@ -143,7 +144,8 @@ func New(cfg Config) (*Mount, error) {
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.apart(func() { root.fs.freeKept(p) }) }
-	server, err := mountServer(cfg.Mountpoint, root, opts, &root.fs.umasks)
+	raw := &counting{RawFileSystem: umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}}
+	server, err := serve(cfg.Mountpoint, raw, &opts.MountOptions)
 	if err != nil {
 		unix.Close(rootFd)
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
@@ -155,8 +157,28 @@ func New(cfg Config) (*Mount, error) {
 	if err := syscall.Stat(cfg.Mountpoint, &mst); err == nil {
 		root.fs.dev.Store(mst.Dev)
 	}
-	return &Mount{server: server, mountpoint: cfg.Mountpoint, root: root}, nil
+	return &Mount{server: server, mountpoint: cfg.Mountpoint, root: root, raw: raw}, nil
 }
+
+// serve mounts raw at mountpoint and serves it, as gofs.Mount does with
+// go-fuse's node API alone; raw puts the request counter (requests.go)
+// and umaskFS (umask.go) in front of it.
+func serve(mountpoint string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
+	server, err := fuse.NewServer(raw, mountpoint, opts)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		// The serve loop ends by itself: the mount did not happen.
+		return nil, err
+	}
+	return server, nil
+}
+
+// Requests returns how many FUSE requests of each operation the mount
+// has served since it started (requests.go).
+func (m *Mount) Requests() map[string]uint64 { return m.raw.counts() }
 
 // Wait returns when the kernel has ended the mount.
 func (m *Mount) Wait() {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -109,18 +108,4 @@ func (fs *filesystem) createMode(c caller, dir int, mode uint32) uint32 {
 		return mode
 	}
 	return mode &^ umask // ENODATA; any other error errs on the safe side
-}
-
-// mountServer is gofs.Mount with umaskFS in front of the node API.
-func mountServer(dir string, root gofs.InodeEmbedder, opts *gofs.Options, u *umasks) (*fuse.Server, error) {
-	raw := umaskFS{gofs.NewNodeFS(root, opts), u}
-	server, err := fuse.NewServer(raw, dir, &opts.MountOptions)
-	if err != nil {
-		return nil, err
-	}
-	go server.Serve()
-	if err := server.WaitMount(); err != nil {
-		return nil, err
-	}
-	return server, nil
 }
