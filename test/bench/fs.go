@@ -49,56 +49,55 @@ func fsSuite(c *config, r *results) error {
 }
 
 func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
-	add := func(w string, d time.Duration) { r.add(suiteFS, w, t.name(), run, d.Seconds(), "s") }
+	// step times one workload, and counts the daemon's CPU time and
+	// FUSE requests it cost.
+	step := func(w, dir, name string, args ...string) error {
+		before := sample(t)
+		d, err := timed(dir, name, args...)
+		if err != nil {
+			return err
+		}
+		r.add(suiteFS, w, t.name(), run, d.Seconds(), "s")
+		sample(t).since(before, r, w, t.name(), run)
+		return nil
+	}
 	big := filepath.Join(dir, "big")
-	write, read := fmt.Sprintf(wWrite, c.fileMiB), fmt.Sprintf(wRead, c.fileMiB)
-	d, err := timed(dir, "dd", "if=/dev/zero", "of="+big, "bs=1M", fmt.Sprintf("count=%d", c.fileMiB))
-	if err != nil {
+	if err := step(fmt.Sprintf(wWrite, c.fileMiB), dir, "dd", "if=/dev/zero", "of="+big, "bs=1M", fmt.Sprintf("count=%d", c.fileMiB)); err != nil {
 		return err
 	}
-	add(write, d)
 	if _, err := timed(dir, "cat", big); err != nil { // fill the cache
 		return err
 	}
-	if d, err = timed(dir, "cat", big); err != nil {
+	if err := step(fmt.Sprintf(wRead, c.fileMiB), dir, "cat", big); err != nil {
 		return err
 	}
-	add(read, d)
 	os.Remove(big)
 
-	if d, err = timed(dir, "tar", "-xf", c.tarball); err != nil {
+	if err := step(wUntar, dir, "tar", "-xf", c.tarball); err != nil {
 		return err
 	}
-	add(wUntar, d)
 	if pid := t.daemon(); pid != 0 {
 		r.add(suiteFS, wRSS, t.name(), run, float64(peakRSS(pid))/(1<<20), "MiB")
 	}
 	dropCaches()
-	if d, err = timed(dir, "grep", "-r", "-q", "cowfs-no-such-string"); err != nil {
+	grep := []string{"-r", "-q", "cowfs-no-such-string"}
+	if err := step(wGrepCold, dir, "grep", grep...); err != nil {
 		return err
 	}
-	add(wGrepCold, d)
-	if d, err = timed(dir, "grep", "-r", "-q", "cowfs-no-such-string"); err != nil {
+	if err := step(wGrepWarm, dir, "grep", grep...); err != nil {
 		return err
 	}
-	add(wGrepWarm, d)
 	// The warm run reads nothing, but a FUSE kernel asks for the
 	// attributes of each file once more (reading from the daemon marked
 	// atime stale); from the third run on it asks nothing.
-	if d, err = timed(dir, "grep", "-r", "-q", "cowfs-no-such-string"); err != nil {
+	if err := step(wGrepHot, dir, "grep", grep...); err != nil {
 		return err
 	}
-	add(wGrepHot, d)
 	git := "git init -q && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm bench"
-	if d, err = timed(filepath.Join(dir, "src"), "sh", "-c", git); err != nil {
+	if err := step(wGit, filepath.Join(dir, "src"), "sh", "-c", git); err != nil {
 		return err
 	}
-	add(wGit, d)
-	if d, err = timed(dir, "rm", "-rf", "src"); err != nil {
-		return err
-	}
-	add(wRmRf, d)
-	return nil
+	return step(wRmRf, dir, "rm", "-rf", "src")
 }
 
 // timed runs a command in dir and returns how long it took. grep's

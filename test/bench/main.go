@@ -1,13 +1,16 @@
 // Command bench measures cowfs against native, bare go-fuse loopback,
 // fuse-overlayfs and git shadow snapshots, side by side in one run:
 //
-//	go run ./test/bench            # full: Go's src, a 1 GiB file, 3 runs
-//	go run ./test/bench -quick     # a tenth of src, 256 MiB, under 3 minutes
+//	go run ./test/bench            # full: Go's src, a 1 GiB file, 5 runs
+//	go run ./test/bench -quick     # src/crypto, 256 MiB, about 5 minutes
 //	go run ./test/bench -only storage   # the journal: bytes and time per turn
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
 // workload on each target in turn, run after run, prints medians and
-// ratios to native, and writes every measurement to a JSON file. It needs
+// ratios to native, and writes every measurement to a JSON file. For the
+// FUSE daemons it also prints the CPU time each workload cost them, and
+// for cowfs the FUSE requests it served (counted by the daemon), so a
+// change that adds round trips shows up. It needs
 // root and /dev/fuse; fuse-overlayfs is measured if it is installed.
 package main
 
@@ -29,6 +32,7 @@ type config struct {
 	out      string
 	work     string
 	only     string
+	profile  string // directory for cowfs CPU profiles
 	cowfs    string // built binary
 	loopback string // built go-fuse example
 	tarball  string
@@ -39,10 +43,11 @@ type config struct {
 func main() {
 	var c config
 	flag.BoolVar(&c.quick, "quick", false, "smaller data and fewer workspaces: under 3 minutes on 2 cores")
-	flag.IntVar(&c.runs, "runs", 3, "runs of each workload on each target")
+	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
 	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, storage)")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -14,7 +14,9 @@ type measurement struct {
 	Target   string  `json:"target"`
 	Run      int     `json:"run"`
 	Value    float64 `json:"value"`
-	Unit     string  `json:"unit"` // s or MiB
+	Unit     string  `json:"unit"` // s, MiB, ms (CPU time) or req (FUSE requests)
+	// Ops splits FUSE requests by operation.
+	Ops map[string]uint64 `json:"ops,omitempty"`
 }
 
 type results struct {
@@ -42,7 +44,7 @@ type median struct {
 }
 
 func (r *results) add(suite, workload, target string, run int, v float64, unit string) {
-	r.Measurements = append(r.Measurements, measurement{suite, workload, target, run, v, unit})
+	r.Measurements = append(r.Measurements, measurement{Suite: suite, Workload: workload, Target: target, Run: run, Value: v, Unit: unit})
 }
 
 // table collects the medians of a suite: its workloads and targets in
@@ -140,6 +142,9 @@ func (r *results) print(w io.Writer) {
 			}
 			fmt.Fprintln(w)
 		}
+		if suite == suiteFS {
+			r.printUsage(w)
+		}
 	}
 }
 
@@ -168,6 +173,88 @@ func (r *results) printCurve(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\nlargest journal / content: %.2f at turn %d (%.1f MiB over the content)\n", float64(worst.Journal)/float64(max(worst.Content, 1)), worst.Turn, mib(worst.Journal-worst.Content))
+}
+
+// printUsage prints what each workload cost the daemons: CPU time, and
+// for cowfs the FUSE requests it served, CPU time per request and the
+// most frequent operations (from the run with the median count).
+func (r *results) printUsage(w io.Writer) {
+	workloads, cpuTargets, cpu := r.table(suiteCPU)
+	_, reqTargets, req := r.table(suiteRequests)
+	if len(workloads) == 0 {
+		return
+	}
+	for _, m := range cpu {
+		r.Medians = append(r.Medians, m)
+	}
+	for _, m := range req {
+		r.Medians = append(r.Medians, m)
+	}
+	fmt.Fprint(w, "\n| daemon CPU, FUSE requests |")
+	for _, t := range cpuTargets {
+		fmt.Fprintf(w, " %s CPU |", t)
+	}
+	for _, t := range reqTargets {
+		fmt.Fprintf(w, " %s requests | %s CPU µs/request | %s operations |", t, t, t)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(cpuTargets)+3*len(reqTargets)))
+	for _, wl := range workloads {
+		fmt.Fprintf(w, "| %s |", wl)
+		for _, t := range cpuTargets {
+			if m, ok := cpu[[2]string{wl, t}]; ok {
+				fmt.Fprintf(w, " %.0f ms |", m.Value)
+			} else {
+				fmt.Fprint(w, " – |")
+			}
+		}
+		for _, t := range reqTargets {
+			m, ok := req[[2]string{wl, t}]
+			if !ok {
+				fmt.Fprint(w, " – | – | – |")
+				continue
+			}
+			fmt.Fprintf(w, " %.0f |", m.Value)
+			if c, ok := cpu[[2]string{wl, t}]; ok && m.Value > 0 {
+				fmt.Fprintf(w, " %.1f |", c.Value*1000/m.Value)
+			} else {
+				fmt.Fprint(w, " – |")
+			}
+			fmt.Fprintf(w, " %s |", topOps(r.opsOf(suiteRequests, wl, t, m.Value), 4))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// opsOf returns the operations of a measurement with value v.
+func (r *results) opsOf(suite, workload, target string, v float64) map[string]uint64 {
+	for _, m := range r.Measurements {
+		if m.Suite == suite && m.Workload == workload && m.Target == target && m.Value == v {
+			return m.Ops
+		}
+	}
+	return nil
+}
+
+// topOps names the n most frequent operations, with their counts.
+func topOps(ops map[string]uint64, n int) string {
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if ops[names[i]] != ops[names[j]] {
+			return ops[names[i]] > ops[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for i, op := range names {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", op, ops[op]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func seconds(v float64) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cowfs/cowfs/ctl"
 )
 
 // target is a filesystem under test: it gives an empty directory to run
@@ -21,6 +24,9 @@ type target interface {
 	teardown() error
 	// daemon is the serving process's pid, or 0.
 	daemon() int
+	// requests returns the FUSE requests served so far, by operation,
+	// or nil if the target does not count them.
+	requests() map[string]uint64
 }
 
 func targets(c *config) []target {
@@ -30,7 +36,7 @@ func targets(c *config) []target {
 	} else {
 		fmt.Println("fuse-overlayfs is not installed (apt-get install fuse-overlayfs): not measured")
 	}
-	return append(ts, &cowfs{bin: c.cowfs})
+	return append(ts, &cowfs{bin: c.cowfs, profile: c.profile})
 }
 
 type native struct{}
@@ -40,8 +46,9 @@ func (native) setup(base string) (string, error) {
 	d := filepath.Join(base, "native")
 	return d, os.MkdirAll(d, 0o755)
 }
-func (native) teardown() error { return nil }
-func (native) daemon() int     { return 0 }
+func (native) teardown() error             { return nil }
+func (native) daemon() int                 { return 0 }
+func (native) requests() map[string]uint64 { return nil }
 
 // fuseTarget is a FUSE daemon started with a command line, mounted at
 // mnt, stopped by unmounting.
@@ -74,7 +81,8 @@ func (f *fuseTarget) teardown() error {
 	return err
 }
 
-func (f *fuseTarget) daemon() int { return f.pid }
+func (f *fuseTarget) daemon() int                 { return f.pid }
+func (f *fuseTarget) requests() map[string]uint64 { return nil }
 
 // loopback is go-fuse's own example loopback, with the options cowfs
 // uses: direct mount, allow_other, default_permissions.
@@ -110,10 +118,12 @@ func (o *overlay) setup(base string) (string, error) {
 
 // cowfs is cowfs with a turn open, as an agent harness runs it.
 type cowfs struct {
-	bin   string
-	state string
-	mnt   string
-	pid   int
+	bin     string
+	profile string // directory for CPU profiles, if any
+	state   string
+	mnt     string
+	pid     int
+	ctl     *ctl.Client
 }
 
 func (c *cowfs) name() string { return "cowfs" }
@@ -122,16 +132,20 @@ func (c *cowfs) setup(base string) (string, error) {
 	c.state, c.mnt = filepath.Join(base, "cowfs-state"), mnt
 	os.MkdirAll(backing, 0o755)
 	os.MkdirAll(mnt, 0o755)
-	if _, err := c.run("mount", "--background", "--mountpoint", mnt, backing); err != nil {
+	args := []string{"mount", "--background", "--mountpoint", mnt}
+	if c.profile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(c.profile, filepath.Base(base)+".prof"))
+	}
+	if _, err := c.run(append(args, backing)...); err != nil {
 		return "", err
 	}
 	out, err := c.run("-w", mnt, "status", "--json")
 	if err != nil {
 		return "", err
 	}
-	var st struct{ Pid int }
+	var st ctl.Status
 	json.Unmarshal(out, &st)
-	c.pid = st.Pid
+	c.pid, c.ctl = st.Pid, ctl.NewClient(st.Socket)
 	_, err = c.run("-w", mnt, "turn", "begin")
 	return mnt, err
 }
@@ -159,6 +173,20 @@ func (c *cowfs) teardown() error {
 }
 
 func (c *cowfs) daemon() int { return c.pid }
+
+// requests asks the daemon for its count of FUSE requests.
+func (c *cowfs) requests() map[string]uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.ctl.Status(ctx)
+	if err != nil {
+		return nil
+	}
+	if st.FUSERequests == nil {
+		return map[string]uint64{}
+	}
+	return st.FUSERequests
+}
 
 // waitMounted waits until a FUSE filesystem is mounted at mnt.
 func waitMounted(mnt string) error {
