@@ -52,13 +52,13 @@ func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 	// step times one workload, and counts the daemon's CPU time and
 	// FUSE requests it cost.
 	step := func(w, dir, name string, args ...string) error {
-		before := sample(t)
+		before := sample(t, true)
 		d, err := timed(dir, name, args...)
 		if err != nil {
 			return err
 		}
 		r.add(suiteFS, w, t.name(), run, d.Seconds(), "s")
-		sample(t).since(before, r, w, t.name(), run)
+		sample(t, false).since(before, r, w, t.name(), run)
 		return nil
 	}
 	big := filepath.Join(dir, "big")

@@ -22,10 +22,21 @@ type usage struct {
 	requests map[string]uint64 // nil if not counted
 }
 
-func sample(t target) usage {
+// sample reads what t's daemon has done so far. Asking for the
+// request counts costs the daemon CPU time, so a sample taken before a
+// workload asks first and reads the CPU time after (start), one taken
+// after reads the CPU time first (end).
+func sample(t target, start bool) usage {
 	u := usage{cpuNs: -1}
-	if pid := t.daemon(); pid != 0 {
-		u.cpuNs = cpuTime(pid)
+	pid := t.daemon()
+	if pid == 0 {
+		return u
+	}
+	if start {
+		u.requests = t.requests()
+	}
+	u.cpuNs = cpuTime(pid)
+	if !start {
 		u.requests = t.requests()
 	}
 	return u
