@@ -21,11 +21,15 @@ import (
 // or fails (ENOENT, ESTALE, ELOOP) — never on something outside the
 // workspace, and at any depth: no path is ever longer than one name.
 //
-// Directories keep their descriptor (O_PATH) while the kernel knows
-// them, within a bounded budget (dirCache): most requests then cost
-// one *at call on the parent's descriptor. A descriptor names an
-// inode, not a path, so it stays right when the directory is renamed,
-// through the mount or by a rollback.
+// Nodes keep their descriptor (O_PATH) while the kernel knows them,
+// within a bounded budget (fdCache): most requests on a directory then
+// cost one *at call on its descriptor, and reading or setting a file's
+// attributes or xattrs costs no open at all. A descriptor names an
+// inode, not a path, so it stays right when the node is renamed,
+// through the mount or by a rollback (which drops those it moves all
+// the same: reconcile.go). An O_PATH descriptor is no writer: it never
+// makes an exec of the file fail with ETXTBSY, and content is read and
+// written through descriptors opened for the request (io.go).
 //
 // A node with no parent in go-fuse's tree (orphans.go) is reached
 // through the backing.Tree, beneath the root, from where it was moved
@@ -37,22 +41,15 @@ func (n *Node) inode() (int, func(), syscall.Errno) {
 	if n.IsRoot() {
 		return n.fs.root, noop, 0
 	}
-	if n.typ() != syscall.S_IFDIR {
-		fd, e := n.derive()
-		if e != 0 {
-			return -1, nil, e
-		}
-		return fd, func() { unix.Close(fd) }, 0
-	}
 	for {
-		if fd, ok := n.dir.get(); ok {
-			return fd, n.dir.mu.RUnlock, 0
+		if fd, ok := n.fd.get(); ok {
+			return fd, n.fd.mu.RUnlock, 0
 		}
 		fd, e := n.derive()
 		if e != 0 {
 			return -1, nil, e
 		}
-		if !n.fs.dirs.install(n, fd) {
+		if !n.fs.fds.install(n, fd) {
 			return fd, func() { unix.Close(fd) }, 0
 		}
 		// Installed; take it the usual way (an eviction in between
@@ -151,19 +148,19 @@ func (n *Node) stat() (*unix.Stat_t, syscall.Errno) {
 	return st, errno(err)
 }
 
-// dirFd is a directory node's cached O_PATH descriptor. It is read under
-// mu held shared, for as long as the descriptor is in use; closing it
+// nodeFd is a node's cached O_PATH descriptor. It is read under mu held
+// shared, for as long as the descriptor is in use; closing it
 // (eviction, forget) takes mu exclusively.
-type dirFd struct {
+type nodeFd struct {
 	mu   sync.RWMutex
 	held bool
 	fd   int
-	slot int         // index in dirCache.ring
+	slot int         // index in fdCache.ring
 	used atomic.Bool // used since the clock hand last passed
 }
 
 // get returns the descriptor with mu held shared, if there is one.
-func (d *dirFd) get() (int, bool) {
+func (d *nodeFd) get() (int, bool) {
 	d.mu.RLock()
 	if !d.held {
 		d.mu.RUnlock()
@@ -175,56 +172,56 @@ func (d *dirFd) get() (int, bool) {
 
 // drop closes the descriptor. The caller holds mu exclusively and the
 // cache's lock.
-func (d *dirFd) drop() {
+func (d *nodeFd) drop() {
 	if d.held {
 		unix.Close(d.fd)
 		d.held = false
 	}
 }
 
-// dirCache bounds the directory descriptors kept: the process has a
-// limited number of descriptors, and the kernel may know far more
-// directories than that. When full, a clock hand evicts one not used
-// since it last passed.
-type dirCache struct {
+// fdCache bounds the descriptors nodes keep: the process has a limited
+// number of descriptors, and the kernel may know far more nodes than
+// that. When full, a clock hand evicts one not used since it last
+// passed.
+type fdCache struct {
 	mu    sync.Mutex
 	limit int
 	ring  []*Node
 	hand  int
 }
 
-// install gives n (a directory) the descriptor fd to keep, and reports
-// whether it did; if not, fd is the caller's to close.
-func (c *dirCache) install(n *Node, fd int) bool {
+// install gives n the descriptor fd to keep, and reports whether it
+// did; if not, fd is the caller's to close.
+func (c *fdCache) install(n *Node, fd int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n.dir.mu.Lock()
-	defer n.dir.mu.Unlock()
-	if n.dir.held {
+	n.fd.mu.Lock()
+	defer n.fd.mu.Unlock()
+	if n.fd.held {
 		unix.Close(fd) // another request was first
 		return true
 	}
 	if len(c.ring) < c.limit {
-		n.dir.slot = len(c.ring)
+		n.fd.slot = len(c.ring)
 		c.ring = append(c.ring, n)
 	} else if !c.evict(n) {
 		return false
 	}
-	n.dir.held, n.dir.fd = true, fd
+	n.fd.held, n.fd.fd = true, fd
 	return true
 }
 
 // evict frees a slot of the ring for n. The caller holds c.mu.
-func (c *dirCache) evict(n *Node) bool {
+func (c *fdCache) evict(n *Node) bool {
 	for i := 0; i < 2*len(c.ring); i++ {
 		c.hand = (c.hand + 1) % len(c.ring)
 		v := c.ring[c.hand]
-		if v.dir.used.Swap(false) || !v.dir.mu.TryLock() {
+		if v.fd.used.Swap(false) || !v.fd.mu.TryLock() {
 			continue
 		}
-		v.dir.drop()
-		v.dir.mu.Unlock()
-		n.dir.slot = c.hand
+		v.fd.drop()
+		v.fd.mu.Unlock()
+		n.fd.slot = c.hand
 		c.ring[c.hand] = n
 		return true
 	}
@@ -232,39 +229,60 @@ func (c *dirCache) evict(n *Node) bool {
 }
 
 // forget closes n's descriptor, if it has one: the kernel no longer
-// knows n.
-func (c *dirCache) forget(n *Node) {
+// knows n, or a rollback moved it.
+func (c *fdCache) forget(n *Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n.dir.mu.Lock()
-	defer n.dir.mu.Unlock()
-	if !n.dir.held {
+	n.fd.mu.Lock()
+	defer n.fd.mu.Unlock()
+	c.forgetLocked(n)
+}
+
+// tryForget is forget if it can take the locks without waiting, and
+// reports whether it could. (OnForget runs inside go-fuse, where
+// waiting for a request that holds n's descriptor could deadlock.)
+func (c *fdCache) tryForget(n *Node) bool {
+	if !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	if !n.fd.mu.TryLock() {
+		return false
+	}
+	defer n.fd.mu.Unlock()
+	c.forgetLocked(n)
+	return true
+}
+
+// forgetLocked is forget, with c.mu and n.fd.mu held.
+func (c *fdCache) forgetLocked(n *Node) {
+	if !n.fd.held {
 		return
 	}
-	n.dir.drop()
+	n.fd.drop()
 	last := len(c.ring) - 1
 	moved := c.ring[last]
-	c.ring[n.dir.slot] = moved
-	moved.dir.slot = n.dir.slot
+	c.ring[n.fd.slot] = moved
+	moved.fd.slot = n.fd.slot
 	c.ring = c.ring[:last]
 }
 
 // close closes every descriptor kept, once the mount is over.
-func (c *dirCache) close() {
+func (c *fdCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.ring {
-		n.dir.mu.Lock()
-		n.dir.drop()
-		n.dir.mu.Unlock()
+		n.fd.mu.Lock()
+		n.fd.drop()
+		n.fd.mu.Unlock()
 	}
 	c.ring = nil
 }
 
-// dirLimit is how many directory descriptors a mount keeps: a quarter
-// of what the process may open, the rest left for requests, the journal
-// and the control socket.
-func dirLimit() int {
+// fdLimit is how many node descriptors a mount keeps: a quarter of what
+// the process may open, the rest left for requests, the journal and the
+// control socket.
+func fdLimit() int {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		return 256

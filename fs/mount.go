@@ -91,7 +91,7 @@ func New(cfg Config) (*Mount, error) {
 		rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd,
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,
 	}}
-	root.fs.dirs.limit = dirLimit()
+	root.fs.fds.limit = fdLimit()
 
 	timeout := cfg.CacheTimeout
 	switch {
@@ -186,7 +186,7 @@ func (m *Mount) Wait() {
 	m.closeOnce.Do(func() {
 		fs := m.root.fs
 		fs.bg.Wait() // what OnForget started uses the descriptors
-		fs.dirs.close()
+		fs.fds.close()
 		unix.Close(fs.root)
 	})
 }

@@ -30,8 +30,8 @@ type Node struct {
 	// directory go-fuse does not know. See orphans.go.
 	movedTo atomic.Pointer[string]
 
-	// dir caches a descriptor of a directory node (handle.go).
-	dir dirFd
+	// fd caches a descriptor of the node's inode (handle.go).
+	fd nodeFd
 }
 
 // filesystem is what every node of one mount shares.
@@ -42,7 +42,7 @@ type filesystem struct {
 	rootDev   uint64
 	keepCache bool // let the kernel keep pages and listings across opens
 	orphans   orphans
-	dirs      dirCache
+	fds       fdCache
 	dev       atomic.Uint64 // the mount's device number, once mounted
 	bg        sync.WaitGroup
 	umasks    umasks // of creating requests in flight (umask.go)

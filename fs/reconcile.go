@@ -106,6 +106,7 @@ func (m *Mount) Moved(from, to string, ino uint64, linked bool) {
 		known = nil
 	}
 	m.changedInode(known, ino, linked) // its times, and link count
+	m.dropFd(known)
 	m.root.fs.orphans.moved(from, to)
 	if known != nil && fdir != nil && tdir != nil {
 		fdir.MvChild(fname, tdir, tname, true)
@@ -122,6 +123,8 @@ func (m *Mount) Exchanged(a, b string) {
 	bdir, bname := m.parent(b)
 	m.queueContent(m.node(a))
 	m.queueContent(m.node(b))
+	m.dropFd(m.node(a))
+	m.dropFd(m.node(b))
 	na, nb := m.detach(a), m.detach(b)
 	m.put(na, b)
 	m.put(nb, a)
@@ -181,7 +184,24 @@ func (m *Mount) TakeStamps() map[uint64]int64 { return m.root.fs.rec.takeStamps(
 // Changed records that p (identity ino, linked if it has other names)
 // changed in place.
 func (m *Mount) Changed(p string, ino uint64, linked bool) {
-	m.changedInode(m.node(p), ino, linked)
+	n := m.node(p)
+	m.changedInode(n, ino, linked)
+	m.dropFd(n)
+}
+
+// dropFd closes the descriptor node n keeps (handle.go), if no request
+// is using it: a rollback moved or rewrote what n is. This is tidiness,
+// not correctness — a descriptor names the inode, wherever the rollback
+// put it — so a descriptor in use stays: closing it would wait for the
+// request using it, which may be waiting for the gate the rollback
+// holds.
+func (m *Mount) dropFd(n *gofs.Inode) {
+	if n == nil {
+		return
+	}
+	if nn, ok := n.Operations().(*Node); ok {
+		m.root.fs.fds.tryForget(nn)
+	}
 }
 
 // changedInode queues the invalidation of inode ino, known to go-fuse

@@ -125,15 +125,16 @@ func (n *Node) keptWhileUsed(name string) {
 
 var _ = (gofs.NodeOnForgetter)((*Node)(nil))
 
-// OnForget closes the node's cached directory descriptor and frees the
-// aside entry that kept the node for the kernel, if the entry was only
+// OnForget closes the node's cached descriptor and frees the aside
+// entry that kept the node for the kernel, if the entry was only
 // waiting for that (aside.Area.Drop). go-fuse may call it for a node
 // still in use: a descriptor closed too early is opened again when
-// needed, and FreeDeferred checks. Both run apart: go-fuse holds its
-// locks here, and closing waits for requests using the descriptor.
+// needed, and FreeDeferred checks. go-fuse holds its locks here, so
+// nothing may wait: the descriptor is closed at once if no request is
+// using it, else apart, like the aside entry.
 func (n *Node) OnForget() {
-	if n.typ() == syscall.S_IFDIR {
-		n.fs.apart(func() { n.fs.dirs.forget(n) })
+	if !n.fs.fds.tryForget(n) {
+		n.fs.apart(func() { n.fs.fds.forget(n) })
 	}
 	if p := n.movedTo.Load(); p != nil {
 		n.fs.apart(func() { n.fs.freeKept(*p) })
