@@ -266,8 +266,10 @@ type MountOptions struct {
 	ServeInline bool
 
 	// InlineHandoff is how long a request may run on the reading
-	// goroutine before another takes over reading (ServeInline). If
-	// zero, 1ms.
+	// goroutine before another takes over reading (ServeInline): how
+	// long the requests behind a blocked one wait. The runtime wakes
+	// about once per InlineHandoff while the reader is busy (see
+	// inline.go). If zero, 1ms.
 	InlineHandoff time.Duration
 
 	// DisableXAttrs, if set, returns ENOSYS for Getxattr, Setxattr and

@@ -31,8 +31,11 @@ import (
 // reader. Readers are not pooled, so no bound on their number can be
 // exhausted.
 //
-// The timer needs no thread of its own: a Go timer that is stopped
-// before it fires wakes nothing.
+// The timer costs a reset and a stop per request, and no goroutine
+// unless it fires. The runtime does wake, about once per InlineHandoff
+// while requests keep the reader busy, to find the timer stopped: a
+// longer InlineHandoff makes that rarer, at the price of a longer wait
+// for the requests queued behind a blocked one.
 //
 // MaxInflightRequestBytes still bounds the requests in flight: a
 // reader that may not read more leaves the role vacant, and the next
