@@ -24,8 +24,8 @@ import (
 // SETATTR of the size, since cowfs does not negotiate atomic O_TRUNC.
 //
 // No request carries a handle: once opens are off the kernel sends no
-// RELEASE either, not even for files CREATE opened, so CREATE returns
-// none. A request is served through a descriptor opened for it on the
+// RELEASE either, except one for each file CREATE opened, which go-fuse
+// answers without calling the node; CREATE returns no handle. A request is served through a descriptor opened for it on the
 // node's own inode (handle.go), following no symlink: the same file a
 // handle would have held. A file made with O_TMPFILE is kept in the
 // aside area, where requests reach it (Node.Tmpfile).
