@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -229,13 +230,14 @@ func (c *fdCache) evict(n *Node) bool {
 }
 
 // forget closes n's descriptor, if it has one: the kernel no longer
-// knows n, or a rollback moved it.
+// knows n. It waits while requests use the descriptor, by polling: a
+// request holding it may need the cache's lock (install of another
+// node), and may take it shared once more (a rename within one
+// directory), which a waiting Lock would block.
 func (c *fdCache) forget(n *Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n.fd.mu.Lock()
-	defer n.fd.mu.Unlock()
-	c.forgetLocked(n)
+	for !c.tryForget(n) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // tryForget is forget if it can take the locks without waiting, and
