@@ -192,11 +192,16 @@ type fdCache struct {
 }
 
 // install gives n the descriptor fd to keep, and reports whether it
-// did; if not, fd is the caller's to close.
+// did; if not, fd is the caller's to close. It never waits for n's
+// lock while holding the cache's: a request using n's descriptor may
+// need the cache's lock to install another node's (a rename), so if
+// one is using it, fd is simply not kept.
 func (c *fdCache) install(n *Node, fd int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n.fd.mu.Lock()
+	if !n.fd.mu.TryLock() {
+		return false
+	}
 	defer n.fd.mu.Unlock()
 	if n.fd.held {
 		unix.Close(fd) // another request was first
