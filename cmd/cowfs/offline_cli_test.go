@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// The test binary is also cowfs: with cliEnv set it runs main, so each
+// command below runs as a process of its own, as a user runs it.
+const cliEnv = "COWFS_CLI_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(cliEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// cli runs cowfs with args and returns its stdout and exit code.
+func cli(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cowfs %v: %v", args, err)
+	}
+	if code != 0 {
+		t.Logf("cowfs %v: exit %d: %s", args, code, errOut.String())
+	}
+	return out.String(), code
+}
+
+// Every history command, run as a process against a workspace no daemon
+// serves — a journal made here with the journal package, no mount, no
+// root: the CLI opens it in-process (daemon.OpenOffline) and answers as
+// a daemon would.
+func TestCommandsWithoutDaemon(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("COWFS_STATE_DIR", state)
+	env := []string{"COWFS_STATE_DIR=" + state}
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(ws, "old.txt"), []byte("old\n"), 0o644))
+
+	// Turn 1, as the mount would journal it: a file created.
+	loc, err := daemon.Locate(ws)
+	must(err)
+	must(os.MkdirAll(loc.Dir, 0o700))
+	j, err := journal.Open(loc.Journal(), journal.Options{})
+	must(err)
+	_, err = j.BeginTurn("call-1", "msg-1", time.Now())
+	must(err)
+	g := j.Enter()
+	must(j.Append(g, &journal.Record{Kind: journal.KindCreate, Path: "new.txt", Type: syscall.S_IFREG}, nil))
+	must(os.WriteFile(filepath.Join(ws, "new.txt"), []byte("new\n"), 0o644))
+	g.Leave()
+	_, err = j.EndTurn(time.Now())
+	must(err)
+	must(j.Close())
+
+	w := []string{"-w", ws}
+	decode := func(args []string, v any) {
+		t.Helper()
+		out, code := cli(t, env, append(append(w, args...), "--json")...)
+		if code != 0 {
+			t.Fatalf("cowfs %v: exit %d", args, code)
+		}
+		if err := json.Unmarshal([]byte(out), v); err != nil {
+			t.Fatalf("cowfs %v: not JSON: %q", args, out)
+		}
+	}
+	var tl ctl.TurnList
+	decode([]string{"log"}, &tl)
+	if len(tl.Turns) != 1 || tl.Turns[0].ID != "call-1" || tl.Turns[0].State != ctl.StateClosed {
+		t.Fatalf("log: %+v", tl.Turns)
+	}
+	var d ctl.TurnDetail
+	decode([]string{"show", "call-1"}, &d)
+	if len(d.Changes) != 1 || d.Changes[0].Path != "new.txt" || d.Changes[0].Kind != "created" {
+		t.Errorf("show: %+v", d.Changes)
+	}
+	var df ctl.Diff
+	decode([]string{"diff", "1"}, &df)
+	if len(df.Files) != 1 || df.Files[0].Path != "new.txt" {
+		t.Errorf("diff: %+v", df.Files)
+	}
+	if out, code := cli(t, env, append(w, "cat", "--at", "1", "old.txt")...); code != 0 || out != "old\n" {
+		t.Errorf("cat --at 1 old.txt: %q, exit %d", out, code)
+	}
+	var res ctl.RollbackResult
+	decode([]string{"rollback", "1", "--dry-run"}, &res)
+	if !res.DryRun || res.Counts.Deleted != 1 {
+		t.Errorf("rollback --dry-run: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err != nil {
+		t.Fatalf("a dry run changed the workspace: %v", err)
+	}
+	decode([]string{"undo"}, &res)
+	if res.Counts.Deleted != 1 || res.Marker == nil || res.Marker.Anchor != "msg-1" {
+		t.Errorf("undo: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("new.txt after undo: %v", err)
+	}
+	var ml ctl.MarkerList
+	decode([]string{"markers"}, &ml)
+	if len(ml.Markers) != 1 || ml.Markers[0].Turn != 1 {
+		t.Errorf("markers: %+v", ml.Markers)
+	}
+	decode([]string{"redo"}, &res)
+	if b, err := os.ReadFile(filepath.Join(ws, "new.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("new.txt after redo: %q %v", b, err)
+	}
+	decode([]string{"rollback", "1", "--force"}, &res)
+	if res.Counts.Deleted != 1 {
+		t.Errorf("rollback --force: %+v", res)
+	}
+	decode([]string{"unrevert"}, &res)
+	if !res.Unrevert {
+		t.Errorf("unrevert: %+v", res)
+	}
+	// What needs the mount says so.
+	if _, code := cli(t, env, append(w, "turn", "begin")...); code != 3 {
+		t.Errorf("turn begin without a daemon: exit %d, want 3", code)
+	}
+}
