@@ -61,6 +61,7 @@ or the nearest parent with a mounted workspace).
 		newDiffCommand(),
 		newRunCommand(),
 		newPurgeCommand(),
+		newFsckCommand(),
 	)
 	usageErrors(root)
 	return root

@@ -149,3 +149,58 @@ func TestCommandsWithoutDaemon(t *testing.T) {
 		t.Errorf("turn begin without a daemon: exit %d, want 3", code)
 	}
 }
+
+// fsck reads back everything the journal holds, changes nothing, and
+// names what it cannot read: here, pre-image content whose pack file
+// was deleted.
+func TestFsck(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("COWFS_STATE_DIR", state)
+	env := []string{"COWFS_STATE_DIR=" + state}
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := bytes.Repeat([]byte("old content\n"), 1000)
+	must(os.WriteFile(filepath.Join(ws, "f"), old, 0o644))
+	loc, err := daemon.Locate(ws)
+	must(err)
+	must(os.MkdirAll(loc.Dir, 0o700))
+	j, err := journal.Open(loc.Journal(), journal.Options{})
+	must(err)
+	_, err = j.BeginTurn("", "", time.Now())
+	must(err)
+	g := j.Enter()
+	must(j.Append(g, &journal.Record{Kind: journal.KindData, Path: "f", Type: syscall.S_IFREG, Off: 0, Len: int64(len(old))}, bytes.NewReader(old)))
+	must(os.WriteFile(filepath.Join(ws, "f"), []byte("new\n"), 0o644))
+	g.Leave()
+	_, err = j.EndTurn(time.Now())
+	must(err)
+	must(j.Close())
+
+	var r daemon.CheckReport
+	out, code := cli(t, env, "-w", ws, "fsck", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Turns != 1 || r.Records < 1 || r.Content != int64(len(old)) || len(r.Problems) != 0 {
+		t.Fatalf("fsck of a sound journal: exit %d, %s", code, out)
+	}
+	packs, _ := filepath.Glob(filepath.Join(loc.Journal(), "packs", "*"))
+	if len(packs) == 0 {
+		t.Fatalf("no pack files in %s", loc.Journal())
+	}
+	for _, p := range packs {
+		os.Remove(p)
+	}
+	out, code = cli(t, env, "-w", ws, "fsck")
+	if code != 1 || !bytes.Contains([]byte(out), []byte(`pre-image`)) {
+		t.Errorf("fsck after the packs went: exit %d, %s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "f")); string(b) != "new\n" {
+		t.Errorf("fsck changed the workspace: %q", b)
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cowfs/cowfs/daemon"
+)
+
+type fsckOptions struct{ json bool }
+
+func newFsckCommand() *cobra.Command {
+	var opts fsckOptions
+	cmd := &cobra.Command{
+		Use:   "fsck [WORKSPACE]",
+		Short: "Check that everything the workspace's journal holds can be read",
+		Long: `Read everything the workspace's journal holds — turns, markers, rollbacks and
+their plans, every record, every byte of pre-image content, every inode kept
+aside in the workspace's private directory — and list what cannot be read.
+It changes nothing, and needs no daemon: run 'cowfs umount' first (exit 4
+while a daemon holds the journal). Exit 0 if everything reads, 1 if not; a
+journal that cannot be opened at all says so.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				global.workspace = args[0]
+			}
+			return runFsck(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func runFsck(opts fsckOptions) error {
+	loc, err := located()
+	if err != nil {
+		return err
+	}
+	r, err := daemon.Check(loc.Workspace)
+	if errors.Is(err, daemon.ErrJournalLocked) {
+		return codedError{err, exitBusy}
+	}
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		if err := printJSON(r); err != nil {
+			return err
+		}
+	} else {
+		fmt.Printf("%s: journal %s\n  %d turns, %d records, %s of pre-image content, %d markers\n",
+			r.Workspace, r.Journal, r.Turns, r.Records, humanBytes(r.Content), len(r.Markers))
+		for _, p := range r.Problems {
+			fmt.Printf("  problem: %s\n", shown(p))
+		}
+	}
+	if len(r.Problems) > 0 {
+		return codedError{fmt.Errorf("%d problems: what they name cannot be restored", len(r.Problems)), exitError}
+	}
+	return nil
+}
