@@ -115,20 +115,9 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 	case journal.KindXattr:
 		e.Kind = journal.Metadata
 	case journal.KindOutside:
-		e.Kind, e.Outside = outsideKind(r.Cause), true
+		e.Kind, e.Outside = r.Cause.OutsideKind(), true
 	default:
 		return e, false
 	}
 	return e, true
-}
-
-// outsideKind is the change kind of a change found outside the mount.
-func outsideKind(c journal.Cause) string {
-	switch c {
-	case journal.CauseOutsideCreated:
-		return journal.Created
-	case journal.CauseOutsideDeleted:
-		return journal.Deleted
-	}
-	return journal.Modified
 }

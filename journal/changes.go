@@ -110,10 +110,7 @@ func foldRecord(m map[string]*Change, r *Record) {
 	case KindRename:
 		foldRename(m, r, add)
 	case KindOutside:
-		kind := map[Cause]string{CauseOutsideDeleted: Deleted, CauseOutsideCreated: Created}[r.Cause]
-		if kind == "" {
-			kind = Modified
-		}
+		kind := r.Cause.OutsideKind()
 		switch {
 		case e == nil:
 			e = add(r.Path, kind)

@@ -222,7 +222,11 @@ func restack(txn *badger.Txn, gone *Rollback) error {
 	}
 	// Markers: withdraw every marker a rollback of the stack (or the one
 	// leaving it) left, then put back those that stand.
-	for _, r := range append(stack, derefOr(gone)...) {
+	withdraw := stack
+	if gone != nil {
+		withdraw = append(withdraw[:len(withdraw):len(withdraw)], *gone)
+	}
+	for _, r := range withdraw {
 		if err := withdrawMarker(txn, r); err != nil {
 			return err
 		}
@@ -245,13 +249,6 @@ func withdrawMarker(txn *badger.Txn, r Rollback) error {
 		return err
 	}
 	return txn.Delete(markerKey(r.Target))
-}
-
-func derefOr(r *Rollback) []Rollback {
-	if r == nil {
-		return nil
-	}
-	return []Rollback{*r}
 }
 
 // Partial returns the rollback that stopped at a failed step, if one

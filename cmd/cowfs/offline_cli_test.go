@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,36 +53,10 @@ func cli(t *testing.T, env []string, args ...string) (string, int) {
 // root: the CLI opens it in-process (daemon.OpenOffline) and answers as
 // a daemon would.
 func TestCommandsWithoutDaemon(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("COWFS_STATE_DIR", state)
-	env := []string{"COWFS_STATE_DIR=" + state}
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.WriteFile(filepath.Join(ws, "old.txt"), []byte("old\n"), 0o644))
-
 	// Turn 1, as the mount would journal it: a file created.
-	loc, err := daemon.Locate(ws)
-	must(err)
-	must(os.MkdirAll(loc.Dir, 0o700))
-	j, err := journal.Open(loc.Journal(), journal.Options{})
-	must(err)
-	_, err = j.BeginTurn("call-1", "msg-1", time.Now())
-	must(err)
-	g := j.Enter()
-	must(j.Append(g, &journal.Record{Kind: journal.KindCreate, Path: "new.txt", Type: syscall.S_IFREG}, nil))
-	must(os.WriteFile(filepath.Join(ws, "new.txt"), []byte("new\n"), 0o644))
-	g.Leave()
-	_, err = j.EndTurn(time.Now())
-	must(err)
-	must(j.Close())
+	ws, env, _ := offlineTurn(t, "call-1", "msg-1", map[string][]byte{"old.txt": []byte("old\n")},
+		&journal.Record{Kind: journal.KindCreate, Path: "new.txt", Type: syscall.S_IFREG}, nil,
+		"new.txt", []byte("new\n"))
 
 	w := []string{"-w", ws}
 	decode := func(args []string, v any) {
@@ -154,35 +129,10 @@ func TestCommandsWithoutDaemon(t *testing.T) {
 // names what it cannot read: here, pre-image content whose pack file
 // was deleted.
 func TestFsck(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("COWFS_STATE_DIR", state)
-	env := []string{"COWFS_STATE_DIR=" + state}
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	old := bytes.Repeat([]byte("old content\n"), 1000)
-	must(os.WriteFile(filepath.Join(ws, "f"), old, 0o644))
-	loc, err := daemon.Locate(ws)
-	must(err)
-	must(os.MkdirAll(loc.Dir, 0o700))
-	j, err := journal.Open(loc.Journal(), journal.Options{})
-	must(err)
-	_, err = j.BeginTurn("", "", time.Now())
-	must(err)
-	g := j.Enter()
-	must(j.Append(g, &journal.Record{Kind: journal.KindData, Path: "f", Type: syscall.S_IFREG, Off: 0, Len: int64(len(old))}, bytes.NewReader(old)))
-	must(os.WriteFile(filepath.Join(ws, "f"), []byte("new\n"), 0o644))
-	g.Leave()
-	_, err = j.EndTurn(time.Now())
-	must(err)
-	must(j.Close())
+	ws, env, loc := offlineTurn(t, "", "", map[string][]byte{"f": old},
+		&journal.Record{Kind: journal.KindData, Path: "f", Type: syscall.S_IFREG, Off: 0, Len: int64(len(old))}, bytes.NewReader(old),
+		"f", []byte("new\n"))
 
 	var r daemon.CheckReport
 	out, code := cli(t, env, "-w", ws, "fsck", "--json")
@@ -203,4 +153,43 @@ func TestFsck(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "f")); string(b) != "new\n" {
 		t.Errorf("fsck changed the workspace: %q", b)
 	}
+}
+
+// offlineTurn makes a workspace holding files, with a state root of its
+// own and a journal of one turn (id, anchor) made as the mount makes
+// one — rec journaled (with the pre-image src, for a data record), then
+// the change: path written with content — and closed, as a daemon
+// leaves it. It returns the workspace, the environment cli needs, and
+// where the journal is.
+func offlineTurn(t *testing.T, id, anchor string, files map[string][]byte, rec *journal.Record, src io.ReaderAt,
+	path string, content []byte) (string, []string, daemon.Location) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := t.TempDir()
+	t.Setenv("COWFS_STATE_DIR", state)
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	must(err)
+	for name, b := range files {
+		must(os.WriteFile(filepath.Join(ws, name), b, 0o644))
+	}
+	loc, err := daemon.Locate(ws)
+	must(err)
+	must(os.MkdirAll(loc.Dir, 0o700))
+	j, err := journal.Open(loc.Journal(), journal.Options{})
+	must(err)
+	_, err = j.BeginTurn(id, anchor, time.Now())
+	must(err)
+	g := j.Enter()
+	must(j.Append(g, rec, src))
+	must(os.WriteFile(filepath.Join(ws, path), content, 0o644))
+	g.Leave()
+	_, err = j.EndTurn(time.Now())
+	must(err)
+	must(j.Close())
+	return ws, []string{"COWFS_STATE_DIR=" + state}, loc
 }

@@ -6,9 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/cowfs/cowfs/daemon"
 )
 
 // kill -9 of the daemon mid-turn loses nothing: after a restart every
@@ -21,16 +18,7 @@ func TestKillDuringTurn(t *testing.T) {
 	w.cowfs("turn", "begin", "--anchor", "m1")
 	w.sh(`echo after > keep.txt; rm gone.txt; printf X | dd of=big.bin bs=1 seek=500000 conv=notrunc 2>/dev/null; mkdir newdir`)
 
-	pid := w.status().Pid
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; !daemon.Exited(pid); i++ {
-		if i > 100 {
-			t.Fatalf("daemon %d survived SIGKILL", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.killDaemon(w.status().Pid)
 	// The dead daemon leaves the mount answering ENOTCONN (or, while
 	// the kernel is still tearing the connection down, ECONNABORTED).
 	if _, err := os.Stat(w.path("keep.txt")); !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {

@@ -4,11 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -91,16 +88,6 @@ func shellIn(w *workspace, script string) *exec.Cmd {
 	return cmd
 }
 
-// kill kills the daemon and waits until it is gone.
-func kill(w *workspace, pid int) {
-	w.t.Helper()
-	syscall.Kill(pid, syscall.SIGKILL)
-	if !waitExit(pid, 10*time.Second) {
-		w.t.Fatalf("daemon %d survived SIGKILL", pid)
-	}
-	w.pids = nil
-}
-
 // restart mounts again over the dead daemon's mount.
 func restart(w *workspace, flags ...string) {
 	w.t.Helper()
@@ -126,7 +113,7 @@ func (c crash) run(t *testing.T, kind string) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(c.rng.IntN(150)) * time.Millisecond)
-		kill(w, w.status().Pid)
+		w.killDaemon(w.status().Pid)
 		sh.Process.Kill()
 		sh.Wait()
 		restart(w, window...)
@@ -150,9 +137,7 @@ func (c crash) run(t *testing.T, kind string) {
 		w.cowfs("umount")
 		w.pids = nil
 		step := 1 + c.rng.IntN(60)
-		pauses := t.TempDir()
-		w.daemonEnv = append(w.daemonEnv, fmt.Sprintf("COWFS_TEST_ROLLBACK_PAUSE=%d:%s", step, pauses))
-		t.Cleanup(func() { os.WriteFile(filepath.Join(pauses, "resume"), nil, 0o644) })
+		pause := w.pauseAt(step)
 		w.mount(window...)
 		pid = w.status().Pid
 		args := []string{"-w", w.mnt, "rollback", "1"}
@@ -172,12 +157,12 @@ func (c crash) run(t *testing.T, kind string) {
 			case <-done:
 				break wait
 			case <-time.After(10 * time.Millisecond):
-				if _, err := os.Stat(filepath.Join(pauses, "paused")); err == nil {
+				if pause.reached() {
 					break wait
 				}
 			}
 		}
-		kill(w, pid)
+		w.killDaemon(pid)
 		<-done
 		restart(w, window...)
 		want, what := before, "after a rollback killed at step "+fmt.Sprint(step)
@@ -191,7 +176,7 @@ func (c crash) run(t *testing.T, kind string) {
 		mid := snapshot(t, w.mnt)
 		w.cowfs("turn", "begin")
 		time.Sleep(time.Duration(c.rng.IntN(40)) * time.Millisecond)
-		kill(w, w.status().Pid)
+		w.killDaemon(w.status().Pid)
 		restart(w, window...)
 		// Turn 2 is still open: its changes go on after the restart.
 		shellIn(w, "echo changed > d0/f0; rm -f d1/f2").Run()

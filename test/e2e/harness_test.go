@@ -214,23 +214,42 @@ func waitExit(pid int, d time.Duration) bool {
 // pauseRollbacks makes the daemons mount starts pause every rollback
 // after its step n, until resume is called; paused waits for the pause.
 func (w *workspace) pauseRollbacks(n int) (paused func(), resume func()) {
-	dir := w.t.TempDir()
-	w.daemonEnv = append(w.daemonEnv, fmt.Sprintf("COWFS_TEST_ROLLBACK_PAUSE=%d:%s", n, dir))
-	paused = func() {
-		w.t.Helper()
-		for end := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(dir, "paused")); err == nil {
-				return
-			}
-			if time.Now().After(end) {
-				w.t.Fatalf("no rollback reached step %d", n)
-			}
+	p := w.pauseAt(n)
+	return p.wait, p.resume
+}
+
+// rollbackPause is a pause the daemons mount starts make after step n
+// of every rollback and unrevert (COWFS_TEST_ROLLBACK_PAUSE).
+type rollbackPause struct {
+	w   *workspace
+	dir string
+	n   int
+}
+
+func (w *workspace) pauseAt(n int) *rollbackPause {
+	p := &rollbackPause{w: w, dir: w.t.TempDir(), n: n}
+	w.daemonEnv = append(w.daemonEnv, fmt.Sprintf("COWFS_TEST_ROLLBACK_PAUSE=%d:%s", n, p.dir))
+	w.t.Cleanup(p.resume) // never leave a daemon paused
+	return p
+}
+
+// reached reports whether a rollback is paused there.
+func (p *rollbackPause) reached() bool {
+	_, err := os.Stat(filepath.Join(p.dir, "paused"))
+	return err == nil
+}
+
+// wait waits up to a minute for a rollback to pause there.
+func (p *rollbackPause) wait() {
+	p.w.t.Helper()
+	for end := time.Now().Add(time.Minute); !p.reached(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			p.w.t.Fatalf("no rollback reached step %d", p.n)
 		}
 	}
-	resume = func() { os.WriteFile(filepath.Join(dir, "resume"), nil, 0o644) }
-	w.t.Cleanup(resume) // never leave a daemon paused
-	return paused, resume
 }
+
+func (p *rollbackPause) resume() { os.WriteFile(filepath.Join(p.dir, "resume"), nil, 0o644) }
 
 // killDuringRollback runs `cowfs rollback ARGS`, waits until the daemon
 // (pid) pauses it (pauseRollbacks), kills the daemon and waits until it
@@ -243,9 +262,17 @@ func (w *workspace) killDuringRollback(pid int, paused func(), args ...string) {
 		w.t.Fatal(err)
 	}
 	paused()
-	syscall.Kill(pid, syscall.SIGKILL)
+	w.killDaemon(pid)
 	rb.Wait()
+}
+
+// killDaemon kills daemon pid with SIGKILL, waits until it is gone, and
+// forgets the daemons this test started (they are all gone or dead).
+func (w *workspace) killDaemon(pid int) {
+	w.t.Helper()
+	syscall.Kill(pid, syscall.SIGKILL)
 	if !waitExit(pid, 10*time.Second) {
 		w.t.Fatalf("daemon %d survived SIGKILL", pid)
 	}
+	w.pids = nil
 }

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -239,12 +238,7 @@ func TestOfflineAfterCrash(t *testing.T) {
 	w.cowfs("turn", "begin")
 	w.sh("echo x > x")
 	w.cowfs("turn", "end")
-	pid := w.status().Pid
-	syscall.Kill(pid, syscall.SIGKILL)
-	if !waitExit(pid, 10*time.Second) {
-		t.Fatalf("daemon %d survived SIGKILL", pid)
-	}
-	w.pids = nil
+	w.killDaemon(w.status().Pid)
 	res := w.rollback("1")
 	if res.Counts.Deleted != 1 {
 		t.Errorf("offline rollback after a crash: %+v", res)

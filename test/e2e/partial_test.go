@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -87,23 +85,12 @@ func TestPartialRollbackRetried(t *testing.T) {
 // and loses nothing; once space is freed, the same rollback finishes.
 func TestPartialRollbackJournalFull(t *testing.T) {
 	w := newWorkspace(t)
-	jfs := filepath.Join(t.TempDir(), "journalfs")
-	os.Mkdir(jfs, 0o700)
-	if err := syscall.Mount("tmpfs", jfs, "tmpfs", 0, "size=256m"); err != nil {
-		testenv.Skip(t, "cannot mount a tmpfs for the journal: "+err.Error())
-	}
-	t.Cleanup(func() {
-		w.cleanup()
-		w.pids = nil
-		if err := syscall.Unmount(jfs, 0); err != nil {
-			syscall.Unmount(jfs, syscall.MNT_DETACH)
-		}
-	})
-	big := make([]byte, 24<<20)
-	rand.Read(big)
+	journal := journalFS(t, w, "256m")
+	jfs := filepath.Dir(journal)
+	big := randomFile(24 << 20)
 	w.seed(map[string]string{"small.txt": "small\n"})
 	os.WriteFile(filepath.Join(w.dir, "big.bin"), big, 0o644)
-	w.mount("--journal", filepath.Join(jfs, "journal"))
+	w.mount("--journal", journal)
 	before := snapshot(t, w.mnt)
 	w.cowfs("turn", "begin")
 	w.sh("head -c 25165824 /dev/urandom > big.bin; echo SMALL > small.txt")

@@ -5,9 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cowfs/cowfs/ctl"
 )
@@ -193,12 +191,7 @@ func TestOutsideChangeWhileDown(t *testing.T) {
 	w.cowfs("turn", "begin")
 	w.sh("echo A > a.txt; echo B > b.txt")
 	w.cowfs("turn", "end")
-	pid := w.status().Pid
-	syscall.Kill(pid, syscall.SIGKILL)
-	if !waitExit(pid, 10*time.Second) {
-		t.Fatalf("daemon %d survived SIGKILL", pid)
-	}
-	w.pids = nil
+	w.killDaemon(w.status().Pid)
 	w.behind("echo 'while down' > a.txt")
 	out, errOut, code := w.run("mount", "--background", w.dir, "--mountpoint", w.mnt)
 	if code != 0 {
