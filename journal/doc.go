@@ -14,6 +14,8 @@
 //	'c' sha256(32)           where a content chunk is: pack, offset, length
 //	'x' sha256(32) seq(8)    "record seq references this chunk" (empty value)
 //	'k' turn(8)              a rollback marker (JSON)
+//	'b' id(8)                a rollback (JSON, rollback.go)
+//	'p' id(8) kind version part   a part of its plan or skipped list (blob.go)
 //	'W'                      the workspace token (binding.go)
 //
 // Records are numbered by a global sequence that never goes back. A

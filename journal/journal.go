@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 2
+const FormatVersion = 3
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -60,6 +60,7 @@ type Journal struct {
 	content sync.RWMutex
 
 	packs     *packs     // where content lives (pack.go)
+	progress  *os.File   // how far the running rollback got (progress.go)
 	reclaimMu sync.Mutex // one reclaim at a time (reclaim.go)
 	pruneMu   sync.Mutex // one prune at a time, early or not (space.go)
 
@@ -101,6 +102,12 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.log = slog.New(slog.DiscardHandler)
 	}
 	if j.packs, err = openPacks(dir, opts.Sync); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	if j.progress, err = openProgress(dir); err != nil {
+		j.packs.close()
 		db.Close()
 		lock.Close()
 		return nil, err
@@ -167,6 +174,12 @@ func (j *Journal) init() error {
 	if err := j.sweepOrphanChunks(); err != nil {
 		return err
 	}
+	if err := j.finishSettling(); err != nil {
+		return err
+	}
+	if err := j.sweepBlobs(); err != nil {
+		return err
+	}
 	j.remeasure()
 	return nil
 }
@@ -187,6 +200,13 @@ func (j *Journal) initMeta() error {
 		}
 		if m.Format == 1 {
 			return fmt.Errorf("%w: journal has format 1, which kept content inside Badger and never gave its space back; this cowfs reads format %d. Unmount with the cowfs that made it, then delete the journal directory %s (the undo history goes with it)", ErrFormat, FormatVersion, j.dir)
+		}
+		if m.Format == 2 {
+			// Format 3 only adds keys (rollback plans in parts,
+			// blob.go) and reads what format 2 wrote as it is.
+			m.Format = FormatVersion
+			b, _ := json.Marshal(m)
+			return txn.Set(metaKey, b)
 		}
 		if m.Format != FormatVersion {
 			return fmt.Errorf("%w: journal has format %d, this cowfs reads %d", ErrFormat, m.Format, FormatVersion)
@@ -260,6 +280,7 @@ func (j *Journal) Close() error {
 	if perr := j.packs.close(); err == nil && perr != nil {
 		err = perr
 	}
+	j.progress.Close()
 	j.enc.Close()
 	j.dec.Close()
 	j.lock.Close()

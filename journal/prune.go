@@ -77,28 +77,24 @@ func (j *Journal) leaveWindow(keep int, reason string, dropAside func(name strin
 		return err
 	}
 
-	var recs []*Record
-	err = j.Scan(0, cutoff, false, func(r *Record) error {
-		recs = append(recs, r)
-		return nil
+	dropped := 0
+	err = j.scanBatches(0, cutoff, func(*Record) bool { return true }, func(recs []*Record) error {
+		for _, r := range recs {
+			if r.Aside != "" {
+				if err := dropAside(r.Aside); err != nil {
+					return fmt.Errorf("journal: prune: free aside %s: %w", r.Aside, err)
+				}
+			}
+		}
+		dropped += len(recs)
+		return j.dropRecords(recs)
 	})
 	if err != nil {
 		return err
 	}
-	if len(recs) == 0 {
-		return nil
+	if dropped > 0 {
+		j.log.Info("journal: pruned", "records", dropped, "before_turn", turns[0].Num)
 	}
-	for _, r := range recs {
-		if r.Aside != "" {
-			if err := dropAside(r.Aside); err != nil {
-				return fmt.Errorf("journal: prune: free aside %s: %w", r.Aside, err)
-			}
-		}
-	}
-	if err := j.dropRecords(recs); err != nil {
-		return err
-	}
-	j.log.Info("journal: pruned", "records", len(recs), "before_turn", turns[0].Num)
 	return nil
 }
 

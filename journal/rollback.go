@@ -15,6 +15,7 @@ const (
 	RollbackDone        = "done"        // the workspace is at the target; can be unreverted
 	RollbackPartial     = "partial"     // stopped at a step that failed; retried or unreverted
 	RollbackUnreverting = "unreverting" // being undone; resumed after a crash
+	RollbackSettling    = "settling"    // made final as a turn begins; finished after a crash (settle.go)
 )
 
 // ErrPartial: a rollback stopped at a step that failed (no space, an I/O
@@ -42,7 +43,8 @@ type Rollback struct {
 	From uint64 `json:"from"`
 	To   uint64 `json:"to"`
 	// Records it did not undo (conflicts, failures), which stay in
-	// effect in the workspace.
+	// effect in the workspace. Stored apart from the record, in
+	// SkippedBlob; only a record of format 2 holds them itself.
 	Skipped []uint64 `json:"skipped,omitempty"`
 	// The turns that were live when it began and it reverted.
 	Reverted []uint64 `json:"reverted"`
@@ -50,12 +52,20 @@ type Rollback struct {
 	Marker *Marker `json:"marker,omitempty"`
 
 	// A partial rollback resumes at plan step Next; Failure says why it
-	// stopped.
+	// stopped. Run counts the runs of plans it made (its own, then its
+	// unrevert's), so that progress saved for one run (progress.go) is
+	// never taken for another's.
 	Next    int    `json:"next,omitempty"`
+	Run     uint64 `json:"run,omitempty"`
 	Failure string `json:"failure,omitempty"`
 
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
+
+	// Where its plan and Skipped are stored (blob.go); zero for a
+	// rollback stored in format 2, whose plan is one value.
+	PlanBlob    blobRef `json:"plan_blob,omitzero"`
+	SkippedBlob blobRef `json:"skipped_blob,omitzero"`
 }
 
 // NewRollback stores r (assigning its ID) with its plan, in state
@@ -63,54 +73,149 @@ type Rollback struct {
 func (j *Journal) NewRollback(r *Rollback, plan []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	var c counters
+	if err := j.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, countersKey, &c)
+		return err
+	}); err != nil {
+		return fmt.Errorf("journal: new rollback: %w", err)
+	}
+	c.NextRollback = max(c.NextRollback, 1)
+	r.ID = c.NextRollback
+	c.NextRollback++
+	c.NextTurn = j.nextTurn
+	r.State, r.Run, r.Next = RollbackRunning, 1, 0
+	r.PlanBlob, r.SkippedBlob = blobRef{}, blobRef{}
+	// The plan's parts first: a crash before the record leaves parts
+	// of a rollback that does not exist, which Open deletes; the next
+	// rollback takes the same id.
+	if _, err := j.storeBlobs(r, plan); err != nil {
+		return err
+	}
 	return j.db.Update(func(txn *badger.Txn) error {
-		var c counters
-		if _, err := getJSON(txn, countersKey, &c); err != nil {
-			return err
-		}
-		c.NextRollback = max(c.NextRollback, 1)
-		r.ID = c.NextRollback
-		c.NextRollback++
-		c.NextTurn = j.nextTurn
-		r.State = RollbackRunning
 		if err := setJSON(txn, countersKey, c); err != nil {
 			return err
 		}
-		if err := setJSON(txn, rollbackKey(r.ID), r); err != nil {
-			return err
-		}
-		return txn.Set(planKey(r.ID), plan)
+		return putRollback(txn, r)
 	})
 }
 
 // SaveRollback stores r's new state; with a non-nil plan, its plan too.
 func (j *Journal) SaveRollback(r *Rollback, plan []byte) error {
-	return j.db.Update(func(txn *badger.Txn) error {
-		if plan != nil {
-			if err := txn.Set(planKey(r.ID), plan); err != nil {
-				return err
-			}
-		}
-		return setJSON(txn, rollbackKey(r.ID), r)
-	})
+	old, err := j.storeBlobs(r, plan)
+	if err != nil {
+		return err
+	}
+	if err := j.db.Update(func(txn *badger.Txn) error { return putRollback(txn, r) }); err != nil {
+		return err
+	}
+	return j.dropBlobs(r.ID, old)
 }
 
 // FinishRollback records that r is done and leaves marker m: r goes on
 // top of the stack, and turn states and markers follow.
 func (j *Journal) FinishRollback(r *Rollback, m Marker) error {
-	return j.db.Update(func(txn *badger.Txn) error {
+	old, err := j.storeBlobs(r, nil)
+	if err != nil {
+		return err
+	}
+	err = j.db.Update(func(txn *badger.Txn) error {
 		r.State, r.Marker, r.Next, r.Failure = RollbackDone, &m, 0, ""
-		if err := setJSON(txn, rollbackKey(r.ID), r); err != nil {
+		if err := putRollback(txn, r); err != nil {
 			return err
 		}
 		return restack(txn, nil)
 	})
+	if err != nil {
+		return err
+	}
+	return j.dropBlobs(r.ID, old)
+}
+
+// putRollback sets r's record: all of it but Skipped, which is in its
+// blob.
+func putRollback(txn *badger.Txn, r *Rollback) error {
+	c := *r
+	c.Skipped = nil
+	return setJSON(txn, rollbackKey(r.ID), &c)
+}
+
+// blobOf is one stored blob of a rollback.
+type blobOf struct {
+	kind byte
+	ref  blobRef
+}
+
+// storeBlobs stores, as new versions named in r, plan if it is given
+// and r.Skipped if it is not what is stored. It returns the versions
+// they replace, for dropBlobs once r's record names the new ones.
+func (j *Journal) storeBlobs(r *Rollback, plan []byte) ([]blobOf, error) {
+	var old []blobOf
+	if plan != nil {
+		ref, err := j.putBlob(r.ID, blobPlan, r.PlanBlob.Version+1, plan)
+		if err != nil {
+			return nil, err
+		}
+		old = append(old, blobOf{blobPlan, r.PlanBlob})
+		r.PlanBlob = ref
+	}
+	if r.SkippedBlob.Items != len(r.Skipped) || !r.SkippedBlob.stored() {
+		ref, err := j.putBlob(r.ID, blobSkipped, r.SkippedBlob.Version+1, encodeSeqs(r.Skipped))
+		if err != nil {
+			return nil, err
+		}
+		ref.Items = len(r.Skipped)
+		old = append(old, blobOf{blobSkipped, r.SkippedBlob})
+		r.SkippedBlob = ref
+	}
+	return old, nil
+}
+
+// dropBlobs deletes replaced versions of rollback id's blobs. A crash
+// before leaves them to Open's sweep.
+func (j *Journal) dropBlobs(id uint64, old []blobOf) error {
+	return j.db.Update(func(txn *badger.Txn) error {
+		for _, b := range old {
+			if err := deleteBlob(txn, id, b.kind, b.ref); err != nil {
+				return err
+			}
+			if !b.ref.stored() && b.kind == blobPlan {
+				if err := txn.Delete(planKey(id)); err != nil { // format 2
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// deleteRollback deletes rollback r's record and what it stores.
+func deleteRollback(txn *badger.Txn, r *Rollback) error {
+	if err := txn.Delete(rollbackKey(r.ID)); err != nil {
+		return err
+	}
+	if err := txn.Delete(planKey(r.ID)); err != nil { // format 2
+		return err
+	}
+	if err := deleteBlob(txn, r.ID, blobPlan, r.PlanBlob); err != nil {
+		return err
+	}
+	return deleteBlob(txn, r.ID, blobSkipped, r.SkippedBlob)
 }
 
 // RollbackPlan returns the plan stored with rollback id.
 func (j *Journal) RollbackPlan(id uint64) ([]byte, error) {
 	var out []byte
 	err := j.db.View(func(txn *badger.Txn) error {
+		var r Rollback
+		ok, err := getJSON(txn, rollbackKey(id), &r)
+		if err != nil {
+			return err
+		}
+		if ok && r.PlanBlob.stored() {
+			out, err = j.getBlob(txn, id, blobPlan, r.PlanBlob)
+			return err
+		}
 		item, err := txn.Get(planKey(id))
 		if err != nil {
 			return err
@@ -130,8 +235,24 @@ func (j *Journal) RollbackPlan(id uint64) ([]byte, error) {
 func (j *Journal) Rollbacks() ([]Rollback, error) {
 	var rs []Rollback
 	err := j.db.View(func(txn *badger.Txn) (err error) {
-		rs, err = rollbacks(txn)
-		return err
+		if rs, err = rollbacks(txn); err != nil {
+			return err
+		}
+		for i := range rs {
+			r := &rs[i]
+			j.applyProgress(r)
+			if !r.SkippedBlob.stored() || r.SkippedBlob.Items == 0 {
+				continue // none, or format 2: in the record
+			}
+			b, err := j.getBlob(txn, r.ID, blobSkipped, r.SkippedBlob)
+			if err == nil {
+				r.Skipped, err = decodeSeqs(b)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: records rollback %d skipped: %v", ErrCorrupt, r.ID, err)
+			}
+		}
+		return nil
 	})
 	return rs, err
 }
@@ -150,25 +271,25 @@ func rollbacks(txn *badger.Txn) ([]Rollback, error) {
 	return rs, nil
 }
 
-// Unreverted forgets rollback r after it was undone: it leaves the
-// stack (turn states and markers follow what is left), and its records
-// (group r.ID) are deleted. dropAside frees the aside entries they name.
+// Unreverted forgets rollback r after it was undone: its records
+// (group r.ID) are deleted, dropAside freeing the aside entries they
+// name, and it leaves the stack (turn states and markers follow what is
+// left).
+//
+// The records go first, batch by batch, while r is still stored as
+// unreverting: a crash in between is finished at the next start
+// (rollback.Resume finds every step done and comes back here). Never
+// the other way round: records of a group whose rollback is gone would
+// look like changes a later rollback must undo.
 func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
-	var group []*Record
-	err := j.Scan(r.To, 0, false, func(rec *Record) error {
-		if rec.Group == r.ID {
-			group = append(group, rec)
-		}
-		return nil
+	err := j.scanBatches(r.To, 0, func(rec *Record) bool { return rec.Group == r.ID }, func(group []*Record) error {
+		return j.forget(group, dropAside)
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("journal: unrevert %d: %w", r.ID, err)
 	}
 	err = j.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Delete(planKey(r.ID)); err != nil {
-			return err
-		}
-		if err := txn.Delete(rollbackKey(r.ID)); err != nil {
+		if err := deleteRollback(txn, r); err != nil {
 			return err
 		}
 		return restack(txn, r)
@@ -176,7 +297,7 @@ func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
 	if err != nil {
 		return fmt.Errorf("journal: unrevert %d: %w", r.ID, err)
 	}
-	return j.forget(group, dropAside)
+	return nil
 }
 
 // restack makes turn states and markers agree with the stack of done

@@ -41,47 +41,84 @@ func (j *Journal) Settle() (asides []string, err error) {
 	if err != nil || len(rbs) == 0 {
 		return nil, err
 	}
+	settling := false
 	for i := range rbs {
 		switch rbs[i].State {
 		case RollbackDone:
+		case RollbackSettling:
+			settling = true // a settle that stopped: go on with it
 		case RollbackPartial:
 			return nil, partialError(&rbs[i])
 		default:
 			return nil, fmt.Errorf("journal: rollback %d is %s; finish it first", rbs[i].ID, rbs[i].State)
 		}
 	}
+	if !settling {
+		// From here on the stack is final: it cannot be unreverted
+		// (its records are going), and a crash is finished when the
+		// journal opens.
+		err := j.db.Update(func(txn *badger.Txn) error {
+			for i := range rbs {
+				rbs[i].State = RollbackSettling
+				if err := putRollback(txn, &rbs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
+		}
+	}
+	return j.finishSettle(rbs)
+}
+
+// finishSettle does Settle's work on a stack marked settling, batch by
+// batch, so that a turn of 150,000 records is forgotten in bounded
+// memory; run again after a crash, it finds what it did done. Records
+// the top rollback skipped are relabelled before anything is deleted: a
+// crash in between leaves them as changes outside a turn, which is what
+// they become anyway. The turns and rollbacks go last, once no record
+// of theirs is left.
+func (j *Journal) finishSettle(rbs []Rollback) (asides []string, err error) {
 	top := rbs[len(rbs)-1]
-	skipped := map[uint64]bool{}
+	skipped := make(map[uint64]bool, len(top.Skipped))
 	for _, s := range top.Skipped {
 		skipped[s] = true
 	}
-	var drop, keep []*Record
-	err = j.Scan(top.From, 0, false, func(r *Record) error {
-		switch {
-		case r.Seq < top.To && skipped[r.Seq]:
-			keep = append(keep, r)
-		case r.Seq < top.To || r.Group == top.ID:
-			drop = append(drop, r)
-		}
-		return nil
-	})
+	kept := func(r *Record) bool { return r.Seq < top.To && skipped[r.Seq] }
+	err = j.scanBatches(top.From, 0, func(r *Record) bool { return kept(r) && (r.Turn != 0 || r.Group != 0) },
+		func(keep []*Record) error {
+			wb := j.db.NewWriteBatch()
+			defer wb.Cancel()
+			for _, r := range keep {
+				r.Turn, r.Group = 0, 0
+				if err := wb.Set(recordKey(r.Seq), encodeRecord(nil, r)); err != nil {
+					return err
+				}
+			}
+			return wb.Flush()
+		})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
+	}
+	err = j.scanBatches(top.From, 0, func(r *Record) bool { return !kept(r) && (r.Seq < top.To || r.Group == top.ID) },
+		func(drop []*Record) error {
+			for _, r := range drop {
+				if r.Aside != "" {
+					asides = append(asides, r.Aside)
+				}
+			}
+			return j.dropRecords(drop)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
 	}
 	turns, err := j.Turns()
 	if err != nil {
 		return nil, err
 	}
-	// Records are relabelled before anything is deleted: a crash in
-	// between leaves them as changes outside a turn, which is what they
-	// become anyway.
 	err = j.db.Update(func(txn *badger.Txn) error {
-		for _, r := range keep {
-			r.Turn, r.Group = 0, 0
-			if err := txn.Set(recordKey(r.Seq), encodeRecord(nil, r)); err != nil {
-				return err
-			}
-		}
 		for _, t := range turns {
 			if t.Num < top.Target {
 				continue
@@ -90,11 +127,8 @@ func (j *Journal) Settle() (asides []string, err error) {
 				return err
 			}
 		}
-		for _, rb := range rbs {
-			if err := txn.Delete(rollbackKey(rb.ID)); err != nil {
-				return err
-			}
-			if err := txn.Delete(planKey(rb.ID)); err != nil {
+		for i := range rbs {
+			if err := deleteRollback(txn, &rbs[i]); err != nil {
 				return err
 			}
 		}
@@ -103,15 +137,40 @@ func (j *Journal) Settle() (asides []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
 	}
-	if err := j.dropRecords(drop); err != nil {
-		return nil, err
+	return asides, nil
+}
+
+// finishSettling finishes, at open, a settle a crash interrupted. The
+// aside entries its records named are left to the daemon's sweep.
+func (j *Journal) finishSettling() error {
+	rbs, err := j.Rollbacks()
+	if err != nil {
+		return err
 	}
-	for _, r := range drop {
-		if r.Aside != "" {
-			asides = append(asides, r.Aside)
+	for _, r := range rbs {
+		if r.State == RollbackSettling {
+			j.log.Info("journal: finishing forgetting rolled-back turns, which a crash interrupted", "rollback", r.ID)
+			_, err := j.finishSettle(rbs)
+			return err
 		}
 	}
-	return asides, nil
+	return nil
+}
+
+// CheckSettled fails with ErrBusy while rolled-back turns are being
+// forgotten: a turn began and settling them stopped at an error. The
+// next turn to begin finishes it.
+func (j *Journal) CheckSettled() error {
+	rbs, err := j.Rollbacks()
+	if err != nil {
+		return err
+	}
+	for _, r := range rbs {
+		if r.State == RollbackSettling {
+			return fmt.Errorf("%w: the turns rollback %d reverted are being forgotten, which stopped at an error; begin a turn to finish it", ErrBusy, r.ID)
+		}
+	}
+	return nil
 }
 
 // AsideNames returns every aside name a record holds.

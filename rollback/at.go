@@ -30,7 +30,8 @@ var ErrNoPreimage = errors.New("no pre-image in the journal")
 func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
 	p := newPast(asidePath)
 	for _, r := range recs {
-		p.undo(r)
+		s := slim(r)
+		p.undo(&s)
 	}
 	e := p.lookup(path)
 	if e.absent {

@@ -24,7 +24,6 @@ type executor struct {
 	env   *Env
 	log   *undoLog // nil for an unrevert
 	names string   // prefix of aside names this run gives: "rb7-"
-	recs  map[uint64]*journal.Record
 
 	skipped []uint64          // steps skipped for a conflict found at run time
 	reasons map[string]string // path -> why it was skipped
@@ -55,10 +54,13 @@ func (e skipError) Error() string {
 func (x *executor) run(plan *Plan, from int) (int, error) {
 	x.reasons = map[string]string{}
 	for i := from; i < len(plan.Steps); i++ {
-		if err := x.do(&plan.Steps[i]); err != nil {
+		s := &plan.Steps[i]
+		if err := x.do(s); err != nil {
 			return i, err
 		}
-		if x.progress != nil {
+		// A step the plan skips does nothing: running it again after a
+		// crash is harmless, so its progress need not be stored.
+		if x.progress != nil && (s.Skip == "" && s.Op != "" || i == len(plan.Steps)-1) {
 			if err := x.progress(i + 1); err != nil {
 				return i, err // done; a retry finds it done
 			}
@@ -370,10 +372,9 @@ func (x *executor) exchange(s *Step) error {
 	return x.rename(s.Path, s.Path2, unix.RENAME_EXCHANGE, &unix.Stat_t{})
 }
 
+// record reads the whole record a step undoes (the plan holds only
+// what planning needs: rec.go).
 func (x *executor) record(seq uint64) (*journal.Record, error) {
-	if r, ok := x.recs[seq]; ok {
-		return r, nil
-	}
 	return x.env.Journal.Record(seq)
 }
 

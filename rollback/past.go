@@ -83,7 +83,7 @@ func (p *past) lookup(path string) entry {
 }
 
 // undo moves the past back before r.
-func (p *past) undo(r *journal.Record) {
+func (p *past) undo(r *rec) {
 	switch r.Kind {
 	case journal.KindCreate, journal.KindLink:
 		p.clear(r.Path)

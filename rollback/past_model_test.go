@@ -142,7 +142,8 @@ func TestPastAgreesWithMap(t *testing.T) {
 			if r.Path == "" || r.Path2 == "" && r.Kind == journal.KindRename {
 				continue // nothing renames or creates the root
 			}
-			tree.undo(r)
+			s := slim(r)
+			tree.undo(&s)
 			flat.undo(r)
 			for _, q := range append(names, "a/b/c/d", "zz", "c/a") {
 				if got, want := tree.lookup(q), flat.lookup(q); got != want {
@@ -170,7 +171,8 @@ func BenchmarkPastRenames(b *testing.B) {
 	for b.Loop() {
 		p := newPast(func(n string) string { return ".cowfs/aside/" + n })
 		for _, r := range recs {
-			p.undo(r)
+			s := slim(r)
+			p.undo(&s)
 		}
 	}
 }

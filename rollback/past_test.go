@@ -18,7 +18,8 @@ func TestPast(t *testing.T) {
 		{Kind: journal.KindRename, Path: "d", Path2: "e", Type: 0o040000},
 		{Kind: journal.KindRename, Path: "t", Path2: "u", Aside: "a2", Ino: 3, Ino2: 9},
 	} {
-		p.undo(r)
+		s := slim(r)
+		p.undo(&s)
 	}
 	cases := map[string]entry{
 		"g":     {absent: true},

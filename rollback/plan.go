@@ -76,19 +76,20 @@ const (
 // planner builds a Plan.
 type planner struct {
 	env    *Env
-	target func(*journal.Record) bool // records to undo; the rest in range are changes outside turns
+	target func(*rec) bool // records to undo; the rest in range are changes outside turns
 	force  bool
 	idents map[string]uint64 // identity today of a backing path, cached
 	types  map[string]uint32
 }
 
 // build plans undoing recs (newest first).
-func (p *planner) build(recs []*journal.Record) (*Plan, error) {
+func (p *planner) build(recs []rec) (*Plan, error) {
 	p.idents, p.types = map[string]uint64{}, map[string]uint32{}
 	conflictIno, conflictPath := p.conflicts(recs)
 	pl := &Plan{Force: p.force}
 	now := newPast(p.asidePath)
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.Kind == journal.KindEvent {
 			continue // not a change
 		}
@@ -127,20 +128,21 @@ func (p *planner) build(recs []*journal.Record) (*Plan, error) {
 // undoes reports whether the plan undoes r: a record of the target, but
 // never a change found outside the mount, which has nothing to undo it
 // with.
-func (p *planner) undoes(r *journal.Record) bool {
+func (p *planner) undoes(r *rec) bool {
 	return r.Kind != journal.KindOutside && p.target(r)
 }
 
 // conflicts returns the identities and paths that changes outside turns
 // (or outside the mount) touched, with the reason to give: undoing a
 // turn's change to them would destroy work no rolled-back turn did.
-func (p *planner) conflicts(recs []*journal.Record) (map[uint64]string, map[string]string) {
+func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 	inos, paths := map[uint64]string{}, map[string]string{}
 	if p.force {
 		return inos, paths
 	}
 	past := newPast(p.asidePath)
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if !p.undoes(r) && r.Kind != journal.KindEvent {
 			why := reasonOutside
 			if r.Kind == journal.KindOutside {
@@ -185,7 +187,7 @@ func (p *planner) conflicts(recs []*journal.Record) (map[uint64]string, map[stri
 
 // touches returns why undoing r would touch what changes outside turns
 // (or outside the mount) touched, or "" if it would not.
-func (p *planner) touches(now *past, r *journal.Record, inos map[uint64]string, paths map[string]string) string {
+func (p *planner) touches(now *past, r *rec, inos map[uint64]string, paths map[string]string) string {
 	if len(inos) == 0 && len(paths) == 0 {
 		return ""
 	}
@@ -209,7 +211,7 @@ func (p *planner) touches(now *past, r *journal.Record, inos map[uint64]string, 
 
 // step returns the step that undoes r, given the namespace just after
 // r (now), or nil if undoing r needs no action.
-func (p *planner) step(now *past, r *journal.Record) (*Step, error) {
+func (p *planner) step(now *past, r *rec) (*Step, error) {
 	s := &Step{Seq: r.Seq, Path: r.Path, Ino: r.Ino, Type: r.Type}
 	holds := func(path string, id uint64) bool {
 		got, ok := p.identity(now.lookup(path))

@@ -68,14 +68,15 @@ func Count(report []PathAction) Counts {
 
 // report works out what plan does to each path the records name, by
 // comparing each path today with the namespace the plan leads to.
-func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
+func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	skipped := map[uint64]bool{}
 	for _, s := range plan.Skipped {
 		skipped[s] = true
 	}
 	after := newPast(p.asidePath)
 	candidates := map[string]uint32{} // path -> type the records give it
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.Kind == journal.KindEvent {
 			continue
 		}
@@ -110,8 +111,8 @@ func (p *planner) report(plan *Plan, recs []*journal.Record) []PathAction {
 			acted[s.Path], acted[s.Path2] = true, true
 		}
 	}
-	for _, r := range recs {
-		if r.Kind == journal.KindOutside && !acted[r.Path] && reasons[r.Path] == "" {
+	for i := range recs {
+		if r := &recs[i]; r.Kind == journal.KindOutside && !acted[r.Path] && reasons[r.Path] == "" {
 			reasons[r.Path] = reasonOutsideMount
 		}
 	}
@@ -174,10 +175,10 @@ func (p *planner) contents(out []PathAction, path, loc string, named map[string]
 }
 
 // recordType is the type a record gives its first (or second) path.
-func recordType(r *journal.Record, second bool) uint32 {
+func recordType(r *rec, second bool) uint32 {
 	switch {
 	case second && r.Kind == journal.KindRename && r.Ino2 != 0 && r.Flags&unix.RENAME_EXCHANGE == 0:
-		if t := r.Attr.Mode & syscall.S_IFMT; t != 0 {
+		if t := r.Mode & syscall.S_IFMT; t != 0 {
 			return t // the replaced target, kept aside
 		}
 	case r.Type != 0:

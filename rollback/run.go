@@ -48,6 +48,9 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if t, open := g.OpenTurn(); open {
 		return nil, fmt.Errorf("%w: turn %d; end it before rolling back", journal.ErrBusy, t.Num)
 	}
+	if err := env.Journal.CheckSettled(); err != nil {
+		return nil, err
+	}
 	if rb, err := env.Journal.Partial(); err != nil {
 		return nil, err
 	} else if rb != nil {
@@ -64,7 +67,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{env: env, force: force, target: func(r *journal.Record) bool { return r.Turn != 0 || r.Group != 0 }}
+	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }}
 	plan, err := p.build(recs)
 	if err != nil {
 		return nil, err
@@ -92,7 +95,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err := env.Journal.NewRollback(rb, mustJSON(plan)); err != nil {
 		return nil, err
 	}
-	return finishRollback(env, g, rb, plan, recs, 0)
+	return finishRollback(env, g, rb, plan, 0)
 }
 
 // retry goes on with partial rollback rb from the step that failed.
@@ -104,7 +107,7 @@ func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcom
 	if dryRun {
 		return &Outcome{Target: rb.Target, DryRun: true, Report: plan.Report, Counts: Count(plan.Report), Complete: true}, nil
 	}
-	return finishRollback(env, g, rb, plan, nil, rb.Next)
+	return finishRollback(env, g, rb, plan, rb.Next)
 }
 
 // finishRollback executes a stored rollback's plan from step from on and
@@ -112,8 +115,8 @@ func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcom
 // again with what this run learnt (the conflicts it found at run time
 // become planned skips), so that a retry goes on from the failed step
 // and reports the same.
-func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, recs []*journal.Record, from int) (*Outcome, error) {
-	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), recs: index(recs),
+func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, from int) (*Outcome, error) {
+	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID),
 		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
 	x.progress = saveProgress(env, rb, plan, x, true)
@@ -156,17 +159,16 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 // twice, and each step finds its own result already there.
 func saveProgress(env *Env, rb *journal.Rollback, plan *Plan, x *executor, rollback bool) func(int) error {
 	return func(next int) error {
-		var stored []byte
-		if len(x.skipped) > 0 {
-			learn(plan, x)
-			x.skipped = nil
-			stored = mustJSON(plan)
+		if len(x.skipped) == 0 {
+			return env.Journal.SaveProgress(rb, next)
 		}
+		learn(plan, x)
+		x.skipped = nil
 		rb.Next = next
 		if rollback {
 			rb.Skipped = plan.Skipped
 		}
-		return env.Journal.SaveRollback(rb, stored)
+		return env.Journal.SaveRollback(rb, mustJSON(plan))
 	}
 }
 
@@ -253,6 +255,9 @@ func storedPlan(j *journal.Journal, rb *journal.Rollback) (*Plan, error) {
 func Unrevert(env *Env, force bool) (*Outcome, error) {
 	g := env.Journal.Exclusive()
 	defer g.Leave()
+	if err := env.Journal.CheckSettled(); err != nil {
+		return nil, err
+	}
 	rb, err := lastRollback(env.Journal)
 	if err != nil {
 		return nil, err
@@ -267,14 +272,14 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		return finishUnrevert(env, rb, plan, nil)
+		return finishUnrevert(env, rb, plan)
 	}
 	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
 	if err != nil {
 		return nil, err
 	}
 	group := rb.ID
-	p := &planner{env: env, force: force, target: func(r *journal.Record) bool { return r.Group == group }}
+	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Group == group }}
 	plan, err := p.build(recs)
 	if err != nil {
 		return nil, err
@@ -282,14 +287,15 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	plan.Target, plan.From, plan.To = rb.Target, rb.To, env.Journal.NextSeq()
 	plan.Report = p.report(plan, recs)
 	rb.State, rb.Next = journal.RollbackUnreverting, 0
+	rb.Run++
 	if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
 		return nil, err
 	}
-	return finishUnrevert(env, rb, plan, recs)
+	return finishUnrevert(env, rb, plan)
 }
 
-func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, recs []*journal.Record) (*Outcome, error) {
-	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID), recs: index(recs)}
+func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan) (*Outcome, error) {
+	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID)}
 	x.progress = saveProgress(env, rb, plan, x, false)
 	// An unrevert journals nothing (the rollback's own records are what
 	// it undoes), so a step that fails stops it with an error: the
@@ -333,9 +339,9 @@ func Resume(env *Env) ([]*Outcome, error) {
 		var out *Outcome
 		switch rb.State {
 		case journal.RollbackRunning:
-			out, err = finishRollback(env, g, rb, plan, nil, rb.Next)
+			out, err = finishRollback(env, g, rb, plan, rb.Next)
 		case journal.RollbackUnreverting:
-			out, err = finishUnrevert(env, rb, plan, nil)
+			out, err = finishUnrevert(env, rb, plan)
 		}
 		if err != nil {
 			return outs, err
@@ -370,24 +376,6 @@ func lastRollback(j *journal.Journal) (*journal.Rollback, error) {
 		}
 	}
 	return nil, ErrNothingToUnrevert
-}
-
-// scanBack returns the records from <= seq < to, newest first.
-func scanBack(j *journal.Journal, from, to uint64) ([]*journal.Record, error) {
-	var recs []*journal.Record
-	err := j.Scan(from, to, true, func(r *journal.Record) error {
-		recs = append(recs, r)
-		return nil
-	})
-	return recs, err
-}
-
-func index(recs []*journal.Record) map[uint64]*journal.Record {
-	m := make(map[uint64]*journal.Record, len(recs))
-	for _, r := range recs {
-		m[r.Seq] = r
-	}
-	return m
 }
 
 // applySkips marks the paths steps skipped at run time.
