@@ -130,14 +130,14 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 		}
 		list.Turns = append(list.Turns, wt.Turn)
 	}
-	var idle []*journal.Record
+	var idle journal.Folder
 	err = s.d.j.Scan(0, 0, false, func(r *journal.Record) error {
 		if r.Turn == 0 && r.Group == 0 {
-			idle = append(idle, r)
+			idle.Add(r)
 		}
 		return nil
 	})
-	list.OutsideTurns = len(visible(journal.Changes(idle)))
+	list.OutsideTurns = len(visible(idle.Changes()))
 	list.PrunedEarly = s.prunedEarly(ts)
 	return list, err
 }
@@ -187,11 +187,13 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	if t.Open() {
 		end = 0
 	}
-	var recs []*journal.Record
+	var fold journal.Folder
+	var records int
 	var stored int64
 	err := s.d.j.Scan(t.StartSeq, end, false, func(r *journal.Record) error {
 		if r.Turn == t.Num && r.Kind != journal.KindEvent && (step == "" || r.Step == step) {
-			recs = append(recs, r)
+			fold.Add(r)
+			records++
 			stored += r.Stored
 		}
 		return nil
@@ -199,9 +201,9 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	if err != nil {
 		return ctl.TurnDetail{}, err
 	}
-	changes := visible(journal.Changes(recs))
+	changes := visible(fold.Changes())
 	d := ctl.TurnDetail{Turn: turnOf(t), Changes: make([]ctl.Change, 0, len(changes))}
-	d.ChangedPaths, d.Records, d.JournalBytes = len(changes), len(recs), stored
+	d.ChangedPaths, d.Records, d.JournalBytes = len(changes), records, stored
 	for _, c := range changes {
 		d.Changes = append(d.Changes, ctl.Change{
 			Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,

@@ -40,12 +40,32 @@ type Change struct {
 // directory's own time stamps changing because of its entries are not
 // a change. The result is sorted by path.
 func Changes(recs []*Record) []Change {
-	m := map[string]*Change{}
+	var f Folder
 	for _, r := range recs {
-		foldRecord(m, r)
+		f.Add(r)
 	}
-	out := make([]Change, 0, len(m))
-	for _, c := range m {
+	return f.Changes()
+}
+
+// A Folder is Changes one record at a time: it holds the changes so
+// far, never the records, so a turn of 150,000 records is summed up
+// while they are read.
+type Folder struct {
+	m map[string]*Change
+}
+
+// Add folds in r, the record after those added before.
+func (f *Folder) Add(r *Record) {
+	if f.m == nil {
+		f.m = map[string]*Change{}
+	}
+	foldRecord(f.m, r)
+}
+
+// Changes returns the changes so far, sorted by path.
+func (f *Folder) Changes() []Change {
+	out := make([]Change, 0, len(f.m))
+	for _, c := range f.m {
 		out = append(out, *c)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
