@@ -52,7 +52,7 @@ func (o Options) maxSize() int64 {
 }
 
 // memTableSize is the size of Badger's memtables.
-const memTableSize = 8 << 20
+const memTableSize = 4 << 20
 
 func (o Options) window() int {
 	if o.Window <= 0 {
@@ -67,21 +67,30 @@ func (o Options) window() int {
 // resident at open. Content lives in pack files (pack.go); Badger holds
 // records, turns and the chunk index, a few hundred bytes a change, so:
 //
-//   - memtables of 8 MiB, two of them (a batch may be up to 15% of a
-//     memtable; index entries are committed in batches that fit);
+//   - memtables of 4 MiB, two of them (a batch may be up to 15% of a
+//     memtable; index entries are committed in batches that fit), and
+//     tables of 1 MiB at the first level. What Badger holds in memory
+//     beyond its memtables is table builders — each holds the table it
+//     builds — which it keeps pooled after use, eight at most: with
+//     8 MiB memtables and 2 MiB tables they held 30-55 MiB through a
+//     large turn and its rollback;
 //   - values up to 64 KiB stay in the LSM tree, whose compactions drop
 //     deleted keys and give their space back. Badger's value log does
 //     not: it reclaims a file only when compactions have reported its
 //     values discarded, and never the file it is writing (measured: 36
 //     turns of 4 MiB each grew it to 144 MiB with a window of 10). Only
-//     a record of a pre-image over ~600 MiB or the plan of a large
-//     rollback reaches it, in files of 16 MiB so garbage collection can
+//     a record of a pre-image over ~600 MiB or a part of a rollback's
+//     plan reaches it, in files of 16 MiB so garbage collection can
 //     take them in small steps;
-//   - Snappy compression of the LSM tree's blocks, with the 4 MiB
-//     block cache Badger then needs: records repeat paths and command
-//     names, and compressed they take a third of the space (measured:
-//     100 turns of 10,000 removes with a window of 10 held 19-32 MiB
-//     without, 8-10 MiB with, most of it the 8 MiB memtable log).
+//   - no compression of the LSM tree's blocks, and so no block cache
+//     (Badger reads blocks from its mapped tables). Snappy took a third
+//     of the space (records repeat paths and command names: 7 MiB for a
+//     turn of 30,000 records and its rollback, against 13 MiB without),
+//     but each table builder then held the compressed copy of every
+//     block beside the block: 42 MiB of builders against 16 MiB
+//     without, in that rollback. The daemon's memory is bounded; a few
+//     MiB of disk per 10,000 changes is not what the journal's size is
+//     made of (content is).
 func badgerOptions(dir string, o Options) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger}).
@@ -93,14 +102,14 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
-		WithBaseTableSize(2 << 20).
+		WithBaseTableSize(1 << 20).
 		WithBaseLevelSize(8 << 20).
 		WithNumCompactors(2).
 		WithValueThreshold(64 << 10).
 		WithValueLogFileSize(16 << 20).
-		WithBlockCacheSize(4 << 20).
+		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
-		WithCompression(options.Snappy).
+		WithCompression(options.None).
 		WithNumGoroutines(2)
 }
 
