@@ -24,6 +24,7 @@ type mountOptions struct {
 	journal    string
 	window     int
 	maxSize    byteSize
+	memLimit   byteSize
 	sync       bool
 	background bool
 	debug      bool
@@ -70,6 +71,8 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.IntVar(&opts.window, "window", 10, "keep the last `N` turns")
 	opts.maxSize = daemon.DefaultMaxJournalSize
 	f.Var(&opts.maxSize, "max-journal-size", "let the journal take at most `SIZE` (e.g. 500MiB, 8GiB; none: only free space bounds it); past it the oldest turns leave the window early")
+	opts.memLimit = defaultMemoryLimit
+	f.Var(&opts.memLimit, "memory-limit", "keep the daemon's Go heap near `SIZE` at most, collecting garbage sooner as it nears it (none: Go's default, twice what is live; GOMEMLIMIT overrides)")
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
@@ -107,6 +110,7 @@ func runMount(opts mountOptions, ws string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	applyMemoryLimit(opts.memLimit)
 	log := daemonLogger(os.Stderr, opts.debug)
 	dopts.Logger = log
 	d, err := daemon.Start(dopts)

@@ -45,6 +45,7 @@ func runSandbox(opts runOptions, argv []string) error {
 	}
 	defer logf.Close()
 	dopts.Logger = daemonLogger(logf, opts.debug).With("run", os.Getpid())
+	applyMemoryLimit(opts.memLimit)
 	d, err := daemon.Start(dopts)
 	if err != nil {
 		return err
