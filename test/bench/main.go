@@ -4,6 +4,7 @@
 //	go run ./test/bench            # full: Go's src, a 1 GiB file, 5 runs
 //	go run ./test/bench -quick     # src/crypto, 256 MiB, about 5 minutes
 //	go run ./test/bench -only storage   # the journal: bytes and time per turn
+//	go run ./test/bench -only memory    # the daemon's peak RSS per workload
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
 // workload on each target in turn, run after run, prints medians and
@@ -46,7 +47,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
-	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, storage)")
+	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, storage, memory)")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
 	if err := run(&c); err != nil {
@@ -87,6 +88,11 @@ func run(c *config) error {
 	}
 	if c.only == "" || strings.Contains(c.only, "storage") {
 		if err := storageSuite(c, r); err != nil {
+			return err
+		}
+	}
+	if c.only == "" || strings.Contains(c.only, "memory") {
+		if err := memorySuite(c, r); err != nil {
 			return err
 		}
 	}

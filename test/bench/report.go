@@ -102,7 +102,7 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprint(w, " (-quick)")
 	}
 	fmt.Fprintln(w)
-	for _, suite := range []string{suiteFS, suiteTurns, suiteStorage} {
+	for _, suite := range []string{suiteFS, suiteTurns, suiteStorage, suiteMemory} {
 		workloads, targets, med := r.table(suite)
 		if len(workloads) == 0 {
 			continue
@@ -118,7 +118,10 @@ func (r *results) print(w io.Writer) {
 		if suite == suiteStorage {
 			fmt.Fprintf(w, "journal: median of %d turns of each workload, and of %d rollbacks of the last\n\n", r.StorageRuns, r.StorageRuns)
 		}
-		fmt.Fprintf(w, "| %s |", map[string]string{suiteFS: "workload", suiteTurns: "turns", suiteStorage: "journal"}[suite])
+		if suite == suiteMemory {
+			fmt.Fprintf(w, "daemon memory: peak resident set of each phase alone (bound: %d MiB)\n\n", memBound)
+		}
+		fmt.Fprintf(w, "| %s |", map[string]string{suiteFS: "workload", suiteTurns: "turns", suiteStorage: "journal", suiteMemory: "workload, phase"}[suite])
 		for _, t := range targets {
 			fmt.Fprintf(w, " %s |", t)
 		}
