@@ -426,3 +426,10 @@ type Diff struct {
 	To    string     `json:"to"`   // "end of turn 3", "turn 5", "now"
 	Files []DiffFile `json:"files"`
 }
+
+// Purged is the body of DELETE /v1/journal: what the daemon removed
+// after it stopped — the workspace's private directory (with the aside
+// area), its journal and its state directory — in that order.
+type Purged struct {
+	Removed []string `json:"removed"`
+}

@@ -155,6 +155,13 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return c.do(ctx, "POST", "/v1/shutdown", struct{}{}, nil)
 }
 
+// Purge asks the daemon to stop and remove the workspace's journal,
+// state directory and private directory.
+func (c *Client) Purge(ctx context.Context) (Purged, error) {
+	var p Purged
+	return p, c.do(ctx, "DELETE", "/v1/journal", nil, &p)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {

@@ -42,6 +42,9 @@ type Service interface {
 	Diff(ctx context.Context, req DiffRequest) (Diff, error)
 	// Shutdown unmounts the workspace and stops the daemon.
 	Shutdown(ctx context.Context) error
+	// Purge stops the daemon and then removes everything it keeps for
+	// the workspace: its private directory, journal and state.
+	Purge(ctx context.Context) (Purged, error)
 }
 
 // maxBody caps request bodies.
@@ -226,6 +229,10 @@ func (s *Server) routes() http.Handler {
 		}
 		d, err := s.svc.Diff(r.Context(), DiffRequest{From: TurnRef(q.Get("from")), To: q.Get("to"), Step: q.Get("step"), Stat: stat})
 		return reply(w, http.StatusOK, d, err)
+	})
+	route("DELETE", "/v1/journal", func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.svc.Purge(r.Context())
+		return reply(w, http.StatusOK, p, err)
 	})
 	route("POST", "/v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
 		if err := decode(w, r, &struct{}{}); err != nil {

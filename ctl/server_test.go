@@ -54,6 +54,7 @@ func (fakeService) Events(_ context.Context, _ uint64, _ bool, emit func(Event) 
 }
 func (fakeService) Diff(context.Context, DiffRequest) (Diff, error) { return Diff{}, nil }
 func (fakeService) Shutdown(context.Context) error                  { return nil }
+func (fakeService) Purge(context.Context) (Purged, error)           { return Purged{}, nil }
 
 // serve sends one request to the server's handler, as the peer root.
 func serve(method, path string, body []byte) *httptest.ResponseRecorder {

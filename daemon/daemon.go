@@ -73,6 +73,9 @@ type Daemon struct {
 	pruneMu  sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
+	detached bool           // Stop found the mount busy and detached it
+	purging  sync.WaitGroup // a DELETE /v1/journal under way (purge.go)
+	closed   sync.Once      // closeWorkspace
 }
 
 // Start checks that the workspace can be mounted, mounts it and starts
@@ -272,6 +275,7 @@ func (d *Daemon) linkMountpoint(mnt string) error {
 // umount, or by umount(8)), then closes everything and returns.
 func (d *Daemon) Wait() error {
 	d.mount.Wait()
+	d.purging.Wait()
 	d.release()
 	d.log.Info("unmounted", "workspace", d.opts.Workspace)
 	return d.stopErr
@@ -293,6 +297,7 @@ func (d *Daemon) Stop() {
 			return
 		}
 		if lazy {
+			d.detached = true
 			var who []string
 			if known {
 				for _, h := range ref.Holders() {
@@ -314,18 +319,7 @@ func (d *Daemon) release() {
 	if d.srv != nil {
 		d.srv.Close()
 	}
-	if d.j != nil {
-		if err := d.j.Close(); err != nil {
-			d.log.Error("closing journal", "err", err)
-		}
-	}
-	if d.area != nil {
-		d.area.Close()
-	}
-	if d.rootFd >= 0 {
-		unix.Close(d.rootFd)
-		d.rootFd = -1
-	}
+	d.closeWorkspace()
 	// Last: the socket's absence tells cowfs umount the daemon is done.
 	if d.mntLoc != nil {
 		os.Remove(d.mntLoc.Socket())
@@ -336,6 +330,25 @@ func (d *Daemon) release() {
 	case d.srv != nil:
 		os.Remove(d.loc.Socket())
 	}
+}
+
+// closeWorkspace closes the journal, the aside area and the backing
+// root's descriptor, once (by release, or first by a purge).
+func (d *Daemon) closeWorkspace() {
+	d.closed.Do(func() {
+		if d.j != nil {
+			if err := d.j.Close(); err != nil {
+				d.log.Error("closing journal", "err", err)
+			}
+		}
+		if d.area != nil {
+			d.area.Close()
+		}
+		if d.rootFd >= 0 {
+			unix.Close(d.rootFd)
+			d.rootFd = -1
+		}
+	})
 }
 
 // prune drops turns that left the window, in the background.

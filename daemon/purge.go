@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,19 +45,24 @@ type PurgeResult struct {
 // (backing.RemoveAll), so a link planted anywhere removes the link,
 // never what it points to.
 func Purge(ws, journalDir string) (PurgeResult, error) {
-	var res PurgeResult
 	loc, err := Locate(ws)
 	if err != nil {
-		return res, err
+		return PurgeResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if st, err := ctl.NewClient(loc.Socket()).Status(ctx); err == nil {
-		return res, fmt.Errorf("%w (pid %d)", ErrServed, st.Pid)
+		return PurgeResult{}, fmt.Errorf("%w (pid %d)", ErrServed, st.Pid)
 	}
 	if m, ok := mountAt(loc.Workspace); ok && m.FSType == "fuse.cowfs" {
-		return res, fmt.Errorf("%w: %s is still a cowfs mount", ErrServed, loc.Workspace)
+		return PurgeResult{}, fmt.Errorf("%w: %s is still a cowfs mount", ErrServed, loc.Workspace)
 	}
+	return purgeStopped(loc, journalDir)
+}
+
+// purgeStopped is Purge once nothing serves the workspace any more.
+func purgeStopped(loc Location, journalDir string) (PurgeResult, error) {
+	var res PurgeResult
 	jdir := journalDir
 	if jdir == "" {
 		jdir = loc.Journal()
@@ -159,4 +165,53 @@ func removeDir(dir string) (bool, error) {
 		return true, fmt.Errorf("purge %s: %w", dir, err)
 	}
 	return true, nil
+}
+
+// Purge is DELETE /v1/journal: the daemon stops — as cowfs umount stops
+// it, refused while processes use the mount or a turn is open — and,
+// once the journal is closed, removes what cowfs keeps for the
+// workspace (purgeStopped), answering with what it removed before it
+// exits. It is the one-request way for a harness to throw a
+// workspace's history away (TanStack's purgeSnapshots).
+func (s *service) Purge(ctx context.Context) (ctl.Purged, error) {
+	d := s.d
+	if d.offline {
+		return ctl.Purged{}, ctl.Errorf(ctl.CodeConflict, "no daemon serves %s; cowfs purge removes its journal", d.opts.Workspace)
+	}
+	d.rbMu.Lock()
+	defer d.rbMu.Unlock()
+	if t, open := d.j.OpenTurn(); open {
+		return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "turn %d is open; end it before purging the journal", t.Num)
+	}
+	if m, ok := CowfsMount(d.opts.Mountpoint); ok {
+		if hs := m.Holders(); len(hs) > 0 {
+			var who []string
+			for _, h := range hs {
+				who = append(who, h.String())
+			}
+			return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "processes use %s, so it stays mounted and its journal kept: %s",
+				d.opts.Mountpoint, strings.Join(who, "; "))
+		}
+	}
+	// Wait (main goroutine) releases the rest only once this is done,
+	// and the control socket answers until then.
+	d.purging.Add(1)
+	defer d.purging.Done()
+	d.Stop()
+	if d.stopErr != nil {
+		return ctl.Purged{}, fmt.Errorf("purge: %w", d.stopErr)
+	}
+	if d.detached {
+		return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "a process came to use %s as it was unmounted: it is detached, and the daemon stops when the last such process lets go; the journal is kept (cowfs purge then)", d.opts.Mountpoint)
+	}
+	d.mount.Wait()
+	d.pruneMu.Lock()
+	d.closeWorkspace()
+	d.pruneMu.Unlock()
+	res, err := purgeStopped(d.loc, d.opts.JournalDir)
+	if err != nil {
+		return ctl.Purged{Removed: res.Removed}, fmt.Errorf("purge (cowfs purge finishes it): %w", err)
+	}
+	d.log.Info("purged", "removed", strings.Join(res.Removed, ", "))
+	return ctl.Purged{Removed: res.Removed}, nil
 }

@@ -3,14 +3,17 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
 
 type purgeOptions struct {
 	journal string
+	stop    bool
 	json    bool
 }
 
@@ -24,7 +27,9 @@ func newPurgeCommand() *cobra.Command {
 turn, marker and rollback of the workspace is gone afterwards.
 
 Refused (exit code 4) while a daemon serves the workspace, while it is still a
-cowfs mount, or while its journal is locked: run 'cowfs umount' first. Nothing
+cowfs mount, or while its journal is locked: run 'cowfs umount' first, or give
+--stop, which asks the daemon to unmount and purge (DELETE /v1/journal) — still
+refused while a turn is open or processes use the mount, which it names. Nothing
 is followed on the way: a symlink anywhere in what is removed is removed, never
 what it points to. A purge cut short can be run again to finish.
 
@@ -38,6 +43,7 @@ Give --journal if the workspace was mounted with --journal.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.journal, "journal", "", "the journal directory, if the workspace was mounted with --journal")
+	cmd.Flags().BoolVar(&opts.stop, "stop", false, "if a daemon serves the workspace, stop it first (refused while a turn is open or processes use the mount)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print what was removed as JSON")
 	return cmd
 }
@@ -47,7 +53,12 @@ func runPurge(opts purgeOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := daemon.Purge(loc.Workspace, opts.journal)
+	var res daemon.PurgeResult
+	if opts.stop && answers(loc.Socket()) {
+		res, err = purgeServed(loc)
+	} else {
+		res, err = daemon.Purge(loc.Workspace, opts.journal)
+	}
 	if err != nil {
 		return err
 	}
@@ -62,4 +73,26 @@ func runPurge(opts purgeOptions) error {
 		fmt.Printf("removed %s\n", p)
 	}
 	return nil
+}
+
+// purgeServed asks the daemon serving loc to stop and purge, and waits
+// for it to exit.
+func purgeServed(loc daemon.Location) (daemon.PurgeResult, error) {
+	c := ctl.NewClient(loc.Socket())
+	ctx, cancel := requestContext()
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return daemon.PurgeResult{}, err
+	}
+	p, err := c.Purge(ctx)
+	if err != nil {
+		return daemon.PurgeResult{Removed: p.Removed}, err
+	}
+	for start := time.Now(); !daemon.Exited(st.Pid); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			return daemon.PurgeResult{Removed: p.Removed}, fmt.Errorf("purged, but daemon %d has not exited after a minute", st.Pid)
+		}
+	}
+	return daemon.PurgeResult{Removed: p.Removed}, nil
 }

@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cowfs/cowfs/ctl"
 )
@@ -74,5 +79,72 @@ func TestPurge(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(foreign, "mine")); err != nil {
 		t.Errorf("purge removed a foreign .cowfs: %v", err)
+	}
+}
+
+// DELETE /v1/journal stops the daemon and purges, in one request, as a
+// harness throws a workspace's history away: refused while a turn is
+// open or processes use the mount (named), then everything goes and the
+// daemon exits; cowfs purge --stop does the same from the CLI.
+func TestPurgeOverSocket(t *testing.T) {
+	w := newWorkspace(t)
+	w.seed(map[string]string{"keep.txt": "k\n"})
+	w.mount()
+	st := w.status()
+	state := filepath.Dir(st.Socket)
+	c := ctl.NewClient(st.Socket)
+	ctx := context.Background()
+	w.cowfs("turn", "begin")
+	w.sh(`echo new > new.txt; rm keep.txt`)
+
+	if _, err := c.Purge(ctx); !errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}) || !strings.Contains(err.Error(), "open") {
+		t.Errorf("purge with a turn open: %v, want busy", err)
+	}
+	w.cowfs("turn", "end")
+	shell := holder(t, w.path(""), "exec sleep 600")
+	_, err := c.Purge(ctx)
+	if !errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(shell.Process.Pid)) {
+		t.Errorf("purge while a process uses the mount: %v, want busy naming pid %d", err, shell.Process.Pid)
+	}
+	if _, err := os.Stat(filepath.Join(state, "journal")); err != nil || !mounted(w.mnt) {
+		t.Fatalf("a refused purge changed something: journal %v, mounted %v", err, mounted(w.mnt))
+	}
+	w.cowfs("rollback", "1") // the daemon still serves
+	shell.Process.Kill()
+	shell.Wait()
+
+	p, err := c.Purge(ctx)
+	if err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	want := []string{filepath.Join(w.dir, ".cowfs"), filepath.Join(state, "journal"), state}
+	if !slices.Equal(p.Removed, want) {
+		t.Errorf("purge removed %q, want %q", p.Removed, want)
+	}
+	for _, q := range want {
+		if _, err := os.Lstat(q); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the purge (%v)", q, err)
+		}
+	}
+	if !waitExit(st.Pid, 10*time.Second) {
+		t.Errorf("daemon %d still running after the purge", st.Pid)
+	}
+	if mounted(w.mnt) {
+		t.Errorf("still mounted after the purge")
+	}
+	w.wantFile("after the purge", "keep.txt", "k\n") // as the rollback left it
+
+	// From the CLI.
+	w.mount()
+	state = filepath.Dir(w.status().Socket)
+	if _, errOut, code := w.run("purge"); code != 4 {
+		t.Errorf("purge without --stop while mounted: exit %d (%s), want 4", code, errOut)
+	}
+	out := w.cowfs("purge", "--stop")
+	if !strings.Contains(out, "removed "+filepath.Join(state, "journal")) || mounted(w.mnt) {
+		t.Errorf("purge --stop: mounted %v, said %q", mounted(w.mnt), out)
+	}
+	if _, err := os.Lstat(state); !os.IsNotExist(err) {
+		t.Errorf("state directory still there after purge --stop (%v)", err)
 	}
 }

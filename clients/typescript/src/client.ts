@@ -10,6 +10,7 @@ import type {
   Diff,
   DiffRequest,
   MarkerList,
+  Purged,
   RollbackRequest,
   RollbackResult,
   Status,
@@ -113,6 +114,15 @@ export class CowfsClient {
   /** `GET /v1/markers`: the conversation truncation markers, oldest turn first. */
   markers(opts?: CallOptions): Promise<MarkerList> {
     return requestJSON(this.socket, "GET", "/v1/markers", opts);
+  }
+
+  /**
+   * `DELETE /v1/journal`: stop the daemon and remove the workspace's
+   * journal, state directory and private directory (its files stay).
+   * BusyError while a turn is open or processes use the mount.
+   */
+  purge(opts?: CallOptions): Promise<Purged> {
+    return requestJSON(this.socket, "DELETE", "/v1/journal", opts);
   }
 
   /** `POST /v1/shutdown`: unmount the workspace and stop the daemon. */

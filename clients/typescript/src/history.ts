@@ -219,6 +219,18 @@ export class History {
     return (await this.client.markers()).markers.map(markerOf);
   }
 
+  /**
+   * Throw the workspace's history away (TanStack's purgeSnapshots): the
+   * daemon stops and removes its journal, state and private directory;
+   * the files stay. Events stop. BusyError while a turn is open or
+   * processes use the mount.
+   */
+  async purgeSnapshots(): Promise<string[]> {
+    const { removed } = await this.client.purge();
+    await this.feed.close();
+    return removed;
+  }
+
   private async rollback(cause: "undo" | "revert", to: number, opts: RewindOptions): Promise<RewindResult> {
     const req = { to, force: opts.force, dry_run: opts.dryRun };
     const call = () => this.client.rollback(req);

@@ -323,6 +323,11 @@ export interface Diff {
   files: DiffFile[];
 }
 
+/** The body of `DELETE /v1/journal`: what the daemon removed before it exited, in order. */
+export interface Purged {
+  removed: string[];
+}
+
 /** The API's error codes. */
 export type ErrorCode =
   | "bad_request"

@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { promises as fs } from "node:fs";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 
 import {
@@ -257,5 +258,37 @@ describe("CowfsClient: out of window, shutdown, no daemon", { skip: fuseSkip() }
     }
     const e = await rejectsWith(c.status(), NoDaemonError, "no_daemon");
     assert.equal((e as NoDaemonError).socket, w.socket);
+  });
+});
+
+describe("CowfsClient: purge", { skip: fuseSkip() }, () => {
+  let w: TestWorkspace;
+  before(async () => {
+    w = await TestWorkspace.create({ seed: { "keep.txt": "k\n" } });
+  });
+  after(async () => assert.deepEqual(await w.cleanup(), []));
+
+  it("is refused while a turn is open, then stops the daemon and removes its journal", async () => {
+    const c = w.client();
+    await c.beginTurn({ id: "t1" });
+    await w.sh("echo new > new.txt");
+    await rejectsWith(c.purge(), BusyError, "busy", 409);
+    await c.endTurn();
+    const { removed } = await c.purge();
+    assert.ok(removed.some((p) => p.endsWith("/journal")), `removed ${removed.join(", ")}`);
+    assert.ok(removed.includes(path.join(w.dir, ".cowfs")), `removed ${removed.join(", ")}`);
+    for (const p of removed) await assert.rejects(fs.lstat(p), `${p} is still there`);
+    assert.equal(await fs.readFile(w.path("new.txt"), "utf8"), "new\n"); // the files stay
+    await rejectsWith(c.status(), NoDaemonError, "no_daemon");
+    const pid = w.pids[w.pids.length - 1]!;
+    for (let i = 0; i < 100; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return; // exited
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail(`daemon ${pid} still running after the purge`);
   });
 });
