@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -51,43 +53,114 @@ func decodeFingerprint(b []byte) (Fingerprint, error) {
 		Ctime: int64(u(3)), Last: u(4)}, nil
 }
 
-// Fingerprints returns every fingerprint kept, and the sequence number
-// up to which records were taken into account by the scan that kept
-// them (records from it on are newer than the fingerprints).
-func (j *Journal) Fingerprints() (map[string]Fingerprint, uint64, error) {
-	fps := map[string]Fingerprint{}
+// ScannedUpTo returns the sequence number up to which the last scan
+// took records into account (records from it on are newer than the
+// fingerprints kept), or 0.
+func (j *Journal) ScannedUpTo() (uint64, error) {
 	var upTo uint64
 	err := j.db.View(func(txn *badger.Txn) error {
-		if item, err := txn.Get(scannedKey); err == nil {
-			if err := item.Value(func(v []byte) error {
-				if len(v) == 8 {
-					upTo = binary.BigEndian.Uint64(v)
+		item, err := txn.Get(scannedKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) == 8 {
+				upTo = binary.BigEndian.Uint64(v)
+			}
+			return nil
+		})
+	})
+	return upTo, err
+}
+
+// EachFingerprint calls fn with every fingerprint kept, in path order.
+// They are read a batch at a time and fn is called between reads, so
+// a scan holds a batch, never every tracked path (a window of large
+// turns tracks hundreds of thousands), and fn may write to the journal.
+func (j *Journal) EachFingerprint(fn func(path string, f Fingerprint) error) error {
+	type entry struct {
+		path string
+		f    Fingerprint
+	}
+	from := []byte{prefixFingerprint}
+	for {
+		var batch []entry
+		err := j.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixFingerprint}})
+			defer it.Close()
+			for it.Seek(from); it.Valid() && len(batch) < recordBatch; it.Next() {
+				path := string(it.Item().Key()[1:])
+				err := it.Item().Value(func(v []byte) error {
+					f, err := decodeFingerprint(v)
+					batch = append(batch, entry{path, f})
+					return err
+				})
+				if err != nil {
+					return err
 				}
-				return nil
-			}); err != nil {
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("journal: fingerprints: %w", err)
+		}
+		for _, e := range batch {
+			if err := fn(e.path, e.f); err != nil {
 				return err
 			}
 		}
+		if len(batch) < recordBatch {
+			return nil
+		}
+		from = append(fingerprintKey(batch[len(batch)-1].path), 0) // the next key after it
+	}
+}
+
+// FingerprintsUnder returns the fingerprints kept for each of paths and
+// for every path beneath them.
+func (j *Journal) FingerprintsUnder(paths []string) (map[string]Fingerprint, error) {
+	out := map[string]Fingerprint{}
+	err := j.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{prefixFingerprint}})
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			path := string(it.Item().Key()[1:])
-			err := it.Item().Value(func(v []byte) error {
+		add := func(item *badger.Item) error {
+			path := string(item.Key()[1:])
+			return item.Value(func(v []byte) error {
 				f, err := decodeFingerprint(v)
-				fps[path] = f
+				out[path] = f
 				return err
 			})
-			if err != nil {
-				return err
+		}
+		for _, p := range paths {
+			key, sub := fingerprintKey(p), fingerprintKey(p+"/")
+			if p == "" {
+				sub = key // everything is beneath the root
+			}
+			if it.Seek(key); it.Valid() && bytes.Equal(it.Item().Key(), key) {
+				if err := add(it.Item()); err != nil {
+					return err
+				}
+			}
+			for it.Seek(sub); it.ValidForPrefix(sub); it.Next() {
+				if err := add(it.Item()); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
-	return fps, upTo, err
+	if err != nil {
+		return nil, fmt.Errorf("journal: fingerprints: %w", err)
+	}
+	return out, nil
 }
 
-// SaveFingerprints stores set, deletes drop, and then notes that
-// records before upTo are accounted for. The fingerprints go first (in
+// SaveFingerprints stores set, deletes drop, and then, unless upTo is
+// 0 (a batch of a scan that goes on), notes that records before upTo
+// are accounted for. The fingerprints go first (in
 // batches: there may be many): a crash before the note leaves new
 // fingerprints with the old mark, and the next scan takes more records
 // as explaining changes than it needs to — never fewer, which would
@@ -107,6 +180,9 @@ func (j *Journal) SaveFingerprints(set map[string]Fingerprint, drop []string, up
 	}
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("journal: save fingerprints: %w", err)
+	}
+	if upTo == 0 {
+		return nil
 	}
 	err := j.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(scannedKey, binary.BigEndian.AppendUint64(nil, upTo))

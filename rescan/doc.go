@@ -6,7 +6,8 @@
 //
 // For every path the window's records name, the journal keeps the
 // fingerprint (type, mode, link count, inode, size, mtime, ctime) a scan
-// last saw. A scan
+// last saw; a scan reads them from the journal a batch at a time, so
+// the daemon holds none of them between scans. A scan
 // runs at each turn boundary, before each rollback and unrevert plans,
 // and at start-up. It stats each tracked path (never reads or hashes a
 // file, never walks the workspace: its cost is the number of tracked

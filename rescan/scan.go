@@ -38,7 +38,10 @@ type Found struct {
 	Cause journal.Cause // journal.CauseOutside*
 }
 
-// Scanner keeps the fingerprints between scans.
+// Scanner compares the backing directory with the fingerprints the
+// journal keeps. It holds none of them itself: a scan reads them a
+// batch at a time (journal.EachFingerprint), so its memory follows the
+// records since the last scan, never the paths the window tracks.
 type Scanner struct {
 	j       *journal.Journal
 	tree    *backing.Tree
@@ -46,20 +49,19 @@ type Scanner struct {
 	log     *slog.Logger
 
 	mu   sync.Mutex // one scan at a time
-	fps  map[string]journal.Fingerprint
-	upTo uint64 // records before it are accounted for in fps
+	upTo uint64     // records before it are accounted for in the fingerprints
 }
 
-// New returns a scanner with the fingerprints the journal keeps.
+// New returns a scanner of the fingerprints the journal keeps.
 func New(j *journal.Journal, tree *backing.Tree, rootDev uint64, log *slog.Logger) (*Scanner, error) {
-	fps, upTo, err := j.Fingerprints()
+	upTo, err := j.ScannedUpTo()
 	if err != nil {
 		return nil, fmt.Errorf("rescan: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Scanner{j: j, tree: tree, rootDev: rootDev, log: log, fps: fps, upTo: upTo}, nil
+	return &Scanner{j: j, tree: tree, rootDev: rootDev, log: log, upTo: upTo}, nil
 }
 
 // Scan compares every tracked path with the backing directory and
@@ -77,72 +79,114 @@ func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
 	if st, ok := obs.(Stamper); ok {
 		ex.stamps = st.TakeStamps()
 	}
-	candidates := make(map[string]bool, len(s.fps)+len(ex.last))
-	for p := range s.fps {
-		candidates[p] = true
+	// A fingerprint whose newest explaining record is older than the
+	// window's first turn names a path no record names any more.
+	var windowStart uint64
+	if ts, err := s.j.Turns(); err != nil {
+		return nil, err
+	} else if len(ts) > 0 {
+		windowStart = ts[0].StartSeq
+	}
+	sc := &scan{s: s, g: g, obs: obs, ex: ex, windowStart: windowStart, set: map[string]journal.Fingerprint{}}
+	seen := map[string]bool{}
+	err = s.j.EachFingerprint(func(p string, old journal.Fingerprint) error {
+		if _, ok := ex.last[p]; ok {
+			seen[p] = true
+		}
+		return sc.check(p, old, true)
+	})
+	if err != nil {
+		return sc.found, err
 	}
 	for p := range ex.last {
-		candidates[p] = true
-	}
-	set := map[string]journal.Fingerprint{}
-	var found []Found
-	for p := range candidates {
-		cur, st, err := s.fingerprint(p)
-		if err != nil {
-			// Not a conflict to guess about: the path cannot be
-			// checked (a symlink on the way, an I/O error). Keep the
-			// old fingerprint; the planner's checks still apply.
-			s.log.Warn("rescan: cannot check a path", "path", p, "err", err)
-			continue
-		}
-		old, had := s.fps[p]
-		again := ex.changedAgain(cur)
-		switch {
-		case !again && ex.explains(p, old, cur):
-			cur.Last = max(old.Last, ex.last[p])
-		case !again && (!had || same(old, cur)):
-			continue
-		default:
-			rec := outsideRecord(p, old, cur, st)
-			if again {
-				// Through the mount, then again outside it.
-				rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideModified, cur.Type, cur.Ino
+		if !seen[p] {
+			if err := sc.check(p, journal.Fingerprint{}, false); err != nil {
+				return sc.found, err
 			}
-			if err := s.j.Append(g, rec, nil); err != nil {
-				return found, fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
-			}
-			found = append(found, Found{Path: p, Cause: rec.Cause})
-			s.log.Warn("changed outside the mount", "path", p, "how", causeName[rec.Cause], "turn", g.Turn)
-			if obs != nil {
-				if rec.Cause == journal.CauseOutsideModified {
-					obs.Changed(p, cur.Ino, st != nil && st.Nlink > 1 && cur.Type != syscall.S_IFDIR)
-				} else {
-					obs.Replaced(p)
-				}
-			}
-			cur.Last = rec.Seq
-		}
-		if cur != old {
-			set[p] = cur
 		}
 	}
-	drop, err := s.stale()
-	if err != nil {
-		return found, err
+	// The outside records are accounted for too.
+	if err := s.j.SaveFingerprints(sc.set, sc.drop, s.j.NextSeq()); err != nil {
+		return sc.found, err
 	}
-	upTo = s.j.NextSeq() // the outside records are accounted for too
-	if err := s.j.SaveFingerprints(set, drop, upTo); err != nil {
-		return found, err
-	}
-	for p, f := range set {
-		s.fps[p] = f
-	}
-	for _, p := range drop {
-		delete(s.fps, p)
-	}
-	s.upTo = upTo
-	return found, nil
+	s.upTo = s.j.NextSeq()
+	return sc.found, nil
 }
+
+// scan is one Scan under way.
+type scan struct {
+	s           *Scanner
+	g           journal.Gate
+	obs         Observer
+	ex          *explanation
+	windowStart uint64
+	set         map[string]journal.Fingerprint
+	drop        []string
+	found       []Found
+}
+
+// check compares tracked path p (fingerprint old; had is false for a
+// path records name for the first time) with what is there now.
+func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
+	s, ex := sc.s, sc.ex
+	cur, st, err := s.fingerprint(p)
+	if err != nil {
+		// Not a conflict to guess about: the path cannot be checked (a
+		// symlink on the way, an I/O error). Keep the old fingerprint;
+		// the planner's checks still apply.
+		s.log.Warn("rescan: cannot check a path", "path", p, "err", err)
+		return nil
+	}
+	again := ex.changedAgain(cur)
+	switch {
+	case !again && ex.explains(p, old, cur):
+		cur.Last = max(old.Last, ex.last[p])
+	case !again && (!had || same(old, cur)):
+		cur = old
+	default:
+		rec := outsideRecord(p, old, cur, st)
+		if again {
+			// Through the mount, then again outside it.
+			rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideModified, cur.Type, cur.Ino
+		}
+		if err := s.j.Append(sc.g, rec, nil); err != nil {
+			return fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
+		}
+		sc.found = append(sc.found, Found{Path: p, Cause: rec.Cause})
+		s.log.Warn("changed outside the mount", "path", p, "how", causeName[rec.Cause], "turn", sc.g.Turn)
+		if sc.obs != nil {
+			if rec.Cause == journal.CauseOutsideModified {
+				sc.obs.Changed(p, cur.Ino, st != nil && st.Nlink > 1 && cur.Type != syscall.S_IFDIR)
+			} else {
+				sc.obs.Replaced(p)
+			}
+		}
+		cur.Last = rec.Seq
+	}
+	switch {
+	case !had && cur == (journal.Fingerprint{}):
+		// Untracked and unchanged: nothing to keep.
+	case had && cur.Last < sc.windowStart:
+		sc.drop = append(sc.drop, p) // no record in the window names it
+	case cur != old || !had:
+		sc.set[p] = cur
+	}
+	if len(sc.set)+len(sc.drop) >= saveBatch {
+		// Mid-scan, without the note that records are accounted for:
+		// a crash leaves fingerprints newer than the note, which the
+		// next scan takes as explained again (SaveFingerprints).
+		if err := s.j.SaveFingerprints(sc.set, sc.drop, 0); err != nil {
+			return err
+		}
+		clear(sc.set)
+		sc.drop = sc.drop[:0]
+	}
+	return nil
+}
+
+// saveBatch is how many new fingerprints a scan holds before it stores
+// them.
+const saveBatch = 4096
 
 var causeName = map[journal.Cause]string{
 	journal.CauseOutsideModified: "modified",
@@ -194,23 +238,6 @@ func outsideRecord(p string, old, cur journal.Fingerprint, st *unix.Stat_t) *jou
 		rec.Attr = journal.AttrOf(st)
 	}
 	return rec
-}
-
-// stale returns the tracked paths no record in the window names any
-// more: the window's first turn began after the newest record that
-// explained them.
-func (s *Scanner) stale() ([]string, error) {
-	ts, err := s.j.Turns()
-	if err != nil || len(ts) == 0 {
-		return nil, err
-	}
-	var drop []string
-	for p, f := range s.fps {
-		if f.Last < ts[0].StartSeq {
-			drop = append(drop, p)
-		}
-	}
-	return drop, nil
 }
 
 // explanation is what the records since the last scan account for.
@@ -308,11 +335,16 @@ func (s *Scanner) Accept(paths []string) error {
 	for _, p := range paths {
 		accepted[p], accepted[parentOf(p)] = true, true
 	}
+	roots := make([]string, 0, len(accepted))
+	for p := range accepted {
+		roots = append(roots, p)
+	}
+	tracked, err := s.j.FingerprintsUnder(roots)
+	if err != nil {
+		return err
+	}
 	set := map[string]journal.Fingerprint{}
-	for q, old := range s.fps {
-		if !under(q, accepted) {
-			continue
-		}
+	for q, old := range tracked {
 		cur, _, err := s.fingerprint(q)
 		if err != nil {
 			continue
@@ -325,13 +357,7 @@ func (s *Scanner) Accept(paths []string) error {
 	if len(set) == 0 {
 		return nil
 	}
-	if err := s.j.SaveFingerprints(set, nil, s.upTo); err != nil {
-		return err
-	}
-	for p, f := range set {
-		s.fps[p] = f
-	}
-	return nil
+	return s.j.SaveFingerprints(set, nil, s.upTo)
 }
 
 // under reports whether p or a directory above it is in set.

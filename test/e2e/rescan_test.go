@@ -211,3 +211,28 @@ func TestOutsideChangeWhileDown(t *testing.T) {
 	w.wantFile("after rollback", "a.txt", "while down\n")
 	w.wantFile("after rollback", "b.txt", "b\n")
 }
+
+// A path a turn changes in the scan where its older fingerprint leaves
+// the window stays tracked: a change made outside the mount afterwards
+// is found, and a rollback leaves it alone instead of overwriting it.
+// (The scan used to drop such a path as stale, judging by the
+// fingerprint it replaced.)
+func TestOutsideChangeAfterWindowMoved(t *testing.T) {
+	w := newWorkspace(t)
+	w.mnt = filepath.Join(filepath.Dir(w.dir), "view")
+	os.Mkdir(w.mnt, 0o755)
+	w.seed(map[string]string{"f.txt": "0\n"})
+	w.mount("--window", "2")
+	for _, script := range []string{"echo 1 > f.txt", "echo other > g.txt", "echo 3 > f.txt"} {
+		w.cowfs("turn", "begin")
+		w.sh(script)
+		w.cowfs("turn", "end")
+	}
+	w.behind("echo outside >> f.txt")
+	dry := byPath(w.rollback("3", "--dry-run"))
+	if a := dry["f.txt"]; a.Action != ctl.ActionSkip || a.Reason != "changed outside the mount" {
+		t.Errorf("dry run for f.txt, changed outside the mount after turn 3: %+v", a)
+	}
+	w.rollback("3")
+	w.wantFile("after the rollback", "f.txt", "3\noutside\n")
+}
