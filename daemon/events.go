@@ -18,6 +18,7 @@ func (s *service) BeginStep(ctx context.Context, req ctl.StepRequest) (ctl.StepS
 	if err != nil {
 		return ctl.StepStarted{}, apiError(err)
 	}
+	s.d.mount.EpochBegan()
 	return ctl.StepStarted{Turn: t.Num, ID: req.ID}, nil
 }
 

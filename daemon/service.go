@@ -92,6 +92,7 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	if err != nil {
 		return ctl.Turn{}, apiError(err)
 	}
+	d.mount.EpochBegan()
 	go d.prune()
 	return turnOf(t), nil
 }
@@ -113,6 +114,7 @@ func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	if err != nil {
 		return ctl.Turn{}, apiError(err)
 	}
+	d.mount.EpochBegan()
 	wt, err := s.summary(t, "")
 	return wt.Turn, err
 }

@@ -180,6 +180,16 @@ func serve(mountpoint string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (
 // has served since it started (requests.go).
 func (m *Mount) Requests() map[string]uint64 { return m.raw.counts() }
 
+// EpochBegan lets go of what the mount kept of the epoch before
+// (recorder.forgetEpoch): call it after a turn or step boundary.
+func (m *Mount) EpochBegan() {
+	rec := m.root.fs.rec
+	g := rec.j.Enter()
+	epoch := g.Epoch
+	g.Leave()
+	rec.forgetEpoch(epoch)
+}
+
 // Wait returns when the kernel has ended the mount.
 func (m *Mount) Wait() {
 	m.server.Wait()
