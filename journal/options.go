@@ -92,7 +92,7 @@ func (o Options) window() int {
 //     MiB of disk per 10,000 changes is not what the journal's size is
 //     made of (content is).
 func badgerOptions(dir string, o Options) badger.Options {
-	return badger.DefaultOptions(dir).
+	b := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger}).
 		WithSyncWrites(o.Sync).
 		WithMetricsEnabled(false).
@@ -111,6 +111,8 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithIndexCacheSize(0).
 		WithCompression(options.None).
 		WithNumGoroutines(2)
+	b.TableSizeMultiplier = 1
+	return b
 }
 
 // badgerLogger passes Badger's warnings and errors to slog and drops
