@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// ranges against a bitmap model.
-func TestRanges(t *testing.T) {
+// spans against a bitmap model.
+func TestSpans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for iter := 0; iter < 2000; iter++ {
-		var r ranges
+		var r spans
 		var model [64]bool
 		for op := 0; op < 10; op++ {
 			lo := rng.Int64N(64)
@@ -38,6 +38,60 @@ func TestRanges(t *testing.T) {
 				if r[i-1].hi >= r[i].lo {
 					t.Fatalf("not disjoint and sorted: %v", r)
 				}
+			}
+		}
+	}
+}
+
+// ranges against a model of the bytes set, in a file of a few blocks
+// with ranges that cross them: missing lists exactly what is not set,
+// with no two gaps adjacent (each would become a record of its own).
+func TestRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const size = 5*rangeBlock + 77
+	// Spans of the model, as a sorted list of disjoint spans (the set's
+	// meaning, in the simplest form).
+	for iter := 0; iter < 300; iter++ {
+		var r ranges
+		var model spans
+		for op := 0; op < 30; op++ {
+			lo := rng.Int64N(size)
+			hi := lo + rng.Int64N(min(size-lo, 3*rangeBlock)+1)
+			if rng.IntN(4) == 0 { // small, as a random writer's
+				hi = min(size, lo+rng.Int64N(8192))
+			}
+			got := r.missing(lo, hi)
+			want := model.missing(lo, hi)
+			if len(got) != len(want) {
+				t.Fatalf("missing(%d, %d) = %v, want %v", lo, hi, got, want)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("missing(%d, %d) = %v, want %v", lo, hi, got, want)
+				}
+			}
+			r.add(lo, hi)
+			model.add(lo, hi)
+		}
+		if got := r.missing(0, toEnd); len(got) == 0 || got[len(got)-1].hi != toEnd {
+			t.Fatalf("missing to the end: %v", got)
+		}
+	}
+}
+
+// BenchmarkRandomRanges adds the ranges of 4 KiB writes at random
+// places in a 256 MiB file, as fio --rw=randwrite does.
+func BenchmarkRandomRanges(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	offs := make([]int64, 16384)
+	for i := range offs {
+		offs[i] = rng.Int64N(65536) * 4096
+	}
+	for b.Loop() {
+		var r ranges
+		for _, o := range offs {
+			for _, g := range r.missing(o, o+4096) {
+				r.add(g.lo, g.hi)
 			}
 		}
 	}
