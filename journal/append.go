@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -15,10 +14,13 @@ import (
 // what it held. Append assigns rec.Seq, rec.Turn and, if zero,
 // rec.Time.
 //
-// When Append returns nil the record and its content are committed: in
-// the kernel's page cache at least, so they survive the daemon being
-// killed, and on disk with Options.Sync. The caller may then perform
-// the operation. If Append fails, the caller must not perform it.
+// When Append returns nil the record and its content are durable: the
+// content written to its pack, the record, its chunk references and
+// the index entries of the chunks it stored written to the record log
+// (wal.go) — in the kernel's page cache at least, so they survive the
+// daemon being killed, and on disk with Options.Sync. The caller may
+// then perform the operation. If Append fails, the caller must not
+// perform it.
 func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if err := j.usable(); err != nil {
 		return err
@@ -29,13 +31,13 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	j.content.RLock()
 	defer j.content.RUnlock()
 
+	var index []walOp
 	if rec.Kind == KindData && src != nil {
-		chunks, stored, err := j.storeContent(src, rec.Off, rec.Len)
+		chunks, stored, ix, err := j.storeContent(src, rec.Off, rec.Len)
 		if err != nil {
 			return err
 		}
-		rec.Chunks = chunks
-		rec.Stored = stored
+		rec.Chunks, rec.Stored, index = chunks, stored, ix
 		var n int64
 		for _, c := range chunks {
 			n += int64(c.Size)
@@ -49,53 +51,25 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
-	rec.Seq = j.nextSeq.Add(1) - 1
-	val := encodeRecord(nil, rec)
-	rec.Stored += int64(len(val) + 9)
-	val = encodeRecord(val[:0], rec)
-
-	if err := j.commitRecord(rec, val); err != nil {
-		if errors.Is(err, badger.ErrDBClosed) {
-			return ErrClosed
+	err := j.wal.log(func() ([]walOp, error) {
+		// Numbered under the log's lock: records are logged, and so
+		// reach Badger and followers, in sequence order.
+		rec.Seq = j.nextSeq.Add(1) - 1
+		val := encodeRecord(nil, rec)
+		rec.Stored += int64(len(val) + 9)
+		val = encodeRecord(val[:0], rec)
+		ops := append(index, walOp{key: recordKey(rec.Seq), val: val})
+		for _, c := range rec.Chunks {
+			ops = append(ops, walOp{key: refKey(c.Hash, rec.Seq)})
 		}
-		return fmt.Errorf("journal: commit record: %w", err)
+		return ops, nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: record: %w", err)
 	}
 	j.used.Add(rec.Stored)
 	j.wake()
 	return nil
-}
-
-// commitRecord commits a record and its references to chunks, in one
-// transaction if Badger takes it. A record with too many chunks for one
-// has its references committed first, in batches: a crash before the
-// record leaves references of a record that does not exist, which Open
-// deletes (sweepOrphanChunks); never a record whose chunks may vanish.
-func (j *Journal) commitRecord(rec *Record, val []byte) error {
-	err := j.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(recordKey(rec.Seq), val); err != nil {
-			return err
-		}
-		for _, c := range rec.Chunks {
-			if err := txn.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if !errors.Is(err, badger.ErrTxnTooBig) {
-		return err
-	}
-	wb := j.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, c := range rec.Chunks {
-		if err := wb.Set(refKey(c.Hash, rec.Seq), nil); err != nil {
-			return err
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return err
-	}
-	return j.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(rec.Seq), val) })
 }
 
 // Record returns the record with sequence seq.
@@ -120,21 +94,23 @@ func (j *Journal) Record(seq uint64) (*Record, error) {
 // Discard deletes a record whose operation failed after it was
 // appended, so it does not describe a change that never happened. A
 // failure here is harmless: undoing a change that did not happen finds
-// things already as the record says they were.
+// things already as the record says they were. Chunks left with no
+// reference are deleted by the next prune, or at open.
 func (j *Journal) Discard(rec *Record) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	// The record goes first: a crash after it leaves references of a
-	// record that does not exist, which Open deletes.
-	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Delete(recordKey(rec.Seq)) }); err != nil {
+	err := j.wal.log(func() ([]walOp, error) {
+		ops := []walOp{{del: true, key: recordKey(rec.Seq)}}
+		for _, c := range rec.Chunks {
+			ops = append(ops, walOp{del: true, key: refKey(c.Hash, rec.Seq)})
+		}
+		return ops, nil
+	})
+	if err != nil {
 		return fmt.Errorf("journal: discard record: %w", err)
 	}
-	keys := make([][]byte, len(rec.Chunks))
-	for i, c := range rec.Chunks {
-		keys[i] = refKey(c.Hash, rec.Seq)
-	}
-	return j.deleteKeys(keys)
+	return nil
 }
 
 // Scan calls fn for every record with from <= seq < to, in sequence

@@ -81,7 +81,7 @@ func TestLargePlan(t *testing.T) {
 
 // TestFormat2Rollback opens a journal holding a rollback as format 2
 // stored it — its plan whole under 'p' id, its skipped list in its
-// record — and finds both; the journal becomes format 3.
+// record — and finds both; the journal becomes the current format.
 func TestFormat2Rollback(t *testing.T) {
 	dir := t.TempDir()
 	j, err := Open(dir, Options{})
@@ -119,7 +119,7 @@ func TestFormat2Rollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, err := j.RollbackPlan(4); err != nil || string(got) != string(plan) {
-		t.Errorf("plan after saving in format 3: %q, %v", got, err)
+		t.Errorf("plan after saving in the current format: %q, %v", got, err)
 	}
 	if err := j.db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(planKey(4))

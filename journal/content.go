@@ -13,20 +13,20 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return
 
 // storeContent reads n bytes at off from src, cuts them into chunks
 // (chunker.go) and stores those the journal does not hold yet in the
-// pack being written (pack.go), indexed by hash. It returns the chunks
-// and how many bytes were new to the journal. The caller holds
-// j.content shared, so no chunk found present can be deleted before the
-// caller's record references it. If src ends before off+n, the chunks
-// cover what it had.
+// pack being written (pack.go). It returns the chunks, how many bytes
+// were new to the journal, and the index entries of the new chunks,
+// which the caller logs with its record. The caller holds j.content
+// shared, so no chunk found present can be deleted before the caller's
+// record references it. If src ends before off+n, the chunks cover
+// what it had.
 //
 // Order, and why a crash anywhere is safe: a chunk's bytes are written
 // to its pack (and, with Options.Sync, fsynced) before its index entry
-// is committed, so an entry never names bytes that are not there;
-// entries are committed before the record that references them. A
-// crash before an entry is committed leaves bytes no entry names:
-// unused space, which reclaim gives back. A crash after leaves entries
-// no record references, which Open deletes.
-func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, error) {
+// is logged, so an entry never names bytes that are not there; the
+// entries are logged in the same entry of the record log as the record
+// that references them. A crash before leaves bytes no entry names:
+// unused space, which reclaim gives back.
+func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, []walOp, error) {
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
 	buf := *bp
@@ -42,7 +42,7 @@ func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, e
 			want := min(int64(len(buf)-have), n)
 			m, err := src.ReadAt(buf[have:have+int(want)], off)
 			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, 0, fmt.Errorf("journal: read pre-image at %d: %w", off, err)
+				return nil, 0, nil, fmt.Errorf("journal: read pre-image at %d: %w", off, err)
 			}
 			have += m
 			off += int64(m)
@@ -59,20 +59,17 @@ func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, e
 		chunks = append(chunks, c)
 		added, err := j.storeChunk(ix, c.Hash, b)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		stored += added
 		have = copy(buf, buf[len(b):have])
 	}
 	if j.opts.Sync {
 		if err := j.packs.flush(); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 	}
-	if err := ix.commit(); err != nil {
-		return nil, 0, err
-	}
-	return chunks, stored, nil
+	return chunks, stored, ix.ops, nil
 }
 
 // storeChunk stores the chunk b of hash h unless the journal holds it,
@@ -89,9 +86,7 @@ func (j *Journal) storeChunk(ix *indexWriter, h [32]byte, b []byte) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	if err := ix.set(h, l); err != nil {
-		return 0, err
-	}
+	ix.set(h, l)
 	return l.size(), nil
 }
 

@@ -17,6 +17,7 @@
 //	'b' id(8)                a rollback (JSON, rollback.go)
 //	'p' id(8) kind version part   a part of its plan or skipped list (blob.go)
 //	'W'                      the workspace token (binding.go)
+//	'L'                      how far the record log is applied (wal.go)
 //
 // Records are numbered by a global sequence that never goes back. A
 // turn owns the records whose sequence falls in [StartSeq, EndSeq);
@@ -39,17 +40,19 @@
 // # Durability
 //
 // Append returns only after its chunks were written to their pack
-// (write(2)) and Badger has accepted the commit of their index entries
-// and the record: all are in the kernel's page cache and survive a
-// kill -9 of the daemon. With Options.Sync the pack is fsynced before
-// the index names it and every commit is fsynced too: they survive a
-// power cut. Callers rely on this: the pre-image is recorded before
-// the operation that destroys it is performed.
+// (write(2)) and its record — with its chunk references and the index
+// entries of the chunks it stored — was written to the record log
+// (wal.go): all are in the kernel's page cache and survive a kill -9
+// of the daemon. With Options.Sync the pack is fsynced before the log
+// entry is written and the entry is fdatasync'd: they survive a power
+// cut. Callers rely on this: the pre-image is recorded before the
+// operation that destroys it is performed. The log reaches Badger in
+// batches, and before every read or direct write of Badger (store);
+// at open, what a crash left in it is applied first.
 //
-// A record is committed after its chunks. A crash between the two
-// leaves chunks nobody references; Open sweeps them. A crash in the
-// middle of a prune leaves records older than the oldest turn; Open
-// finishes the prune. reclaim.go says why repacking is safe too.
+// A crash in the middle of a prune leaves records older than the
+// oldest turn; Open finishes the prune. reclaim.go says why repacking
+// is safe too.
 //
 // # Window
 //

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Events the journal keeps beside changes, as KindEvent records, so a
@@ -64,9 +62,11 @@ func (j *Journal) appendEvent(turn uint64, step, name string, detail any) error 
 		}
 		rec.Detail = b
 	}
-	rec.Seq = j.nextSeq.Add(1) - 1
-	val := encodeRecord(nil, rec)
-	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(rec.Seq), val) }); err != nil {
+	err := j.wal.log(func() ([]walOp, error) {
+		rec.Seq = j.nextSeq.Add(1) - 1
+		return []walOp{{key: recordKey(rec.Seq), val: encodeRecord(nil, rec)}}, nil
+	})
+	if err != nil {
 		return fmt.Errorf("journal: record event: %w", err)
 	}
 	j.wake()

@@ -11,21 +11,29 @@ import (
 // hash(32), value encodeLoc. References ('x' hash seq) say which
 // records need the chunk; an entry lives while it has one.
 
-// indexWriter adds index entries in as few transactions as Badger
-// allows: when one grows too big it is committed and another begun, so
-// a pre-image of any size is indexed with bounded memory.
+// indexWriter collects the index entries of the chunks one record
+// stores, for the record's entry in the record log (Append). A chunk is
+// stored if Badger has its entry, or a logged record that Badger may
+// not have yet does (recordLog.chunk), or this writer added it.
 type indexWriter struct {
-	j   *Journal
-	txn *badger.Txn
+	j     *Journal
+	txn   *badger.Txn // read-only, raw: lookups do not wait for the log to be applied
+	added map[[32]byte]bool
+	ops   []walOp
 }
 
 func (j *Journal) newIndexWriter() *indexWriter {
-	return &indexWriter{j: j, txn: j.db.NewTransaction(true)}
+	return &indexWriter{j: j, txn: j.db.DB.NewTransaction(false)}
 }
 
-// has reports whether chunk h is stored: committed, or added by this
-// writer.
+// has reports whether chunk h is stored.
 func (w *indexWriter) has(h [32]byte) (bool, error) {
+	if w.added[h] {
+		return true, nil
+	}
+	if _, ok := w.j.wal.chunk(h); ok {
+		return true, nil
+	}
 	_, err := w.txn.Get(chunkKey(h))
 	switch {
 	case err == nil:
@@ -38,36 +46,13 @@ func (w *indexWriter) has(h [32]byte) (bool, error) {
 }
 
 // set adds the entry of chunk h.
-func (w *indexWriter) set(h [32]byte, l loc) error {
-	k, v := chunkKey(h), encodeLoc(l)
-	err := w.txn.Set(k, v)
-	if errors.Is(err, badger.ErrTxnTooBig) {
-		if err = w.next(); err == nil {
-			err = w.txn.Set(k, v)
-		}
+func (w *indexWriter) set(h [32]byte, l loc) {
+	if w.added == nil {
+		w.added = map[[32]byte]bool{}
 	}
-	if err != nil {
-		return fmt.Errorf("journal: index chunk: %w", err)
-	}
-	return nil
+	w.added[h] = true
+	w.ops = append(w.ops, walOp{key: chunkKey(h), val: encodeLoc(l)})
 }
 
-// next commits what was added and begins a new transaction.
-func (w *indexWriter) next() error {
-	if err := w.txn.Commit(); err != nil {
-		return err
-	}
-	w.txn = w.j.db.NewTransaction(true)
-	return nil
-}
-
-// commit commits what was added.
-func (w *indexWriter) commit() error {
-	if err := w.txn.Commit(); err != nil {
-		return fmt.Errorf("journal: commit chunk index: %w", err)
-	}
-	return nil
-}
-
-// discard drops what was not committed.
+// discard ends the lookups.
 func (w *indexWriter) discard() { w.txn.Discard() }

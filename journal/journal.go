@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 3
+const FormatVersion = 4
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -29,7 +29,8 @@ type meta struct {
 
 // Journal is an open journal. Its methods are safe for concurrent use.
 type Journal struct {
-	db   *badger.DB
+	db   *store      // Badger, caught up with the record log before each use
+	wal  *recordLog // where records are written first (wal.go)
 	dir  string
 	lock *os.File // flock'd; released on Close
 	opts Options
@@ -97,29 +98,51 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("%w: the journal in %s cannot be opened (%v); nothing in the workspace was touched. "+
 			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
-	j := &Journal{db: db, dir: dir, lock: lock, opts: opts, log: opts.Logger}
+	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}
+	// The format first, then the record log: what a crash left in it
+	// beyond Badger's note is applied before anything else reads Badger.
+	j.db = &store{DB: db, fail: j.fail}
+	if err := j.initMeta(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	if j.wal, err = openRecordLog(dir, db, opts.Sync); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	j.db.log = j.wal
+	// undo closes what was opened, in reverse order, when a later step
+	// fails.
+	var opened []func()
+	undo := func() {
+		for i := len(opened) - 1; i >= 0; i-- {
+			opened[i]()
+		}
+		j.wal.close()
+		db.Close()
+		lock.Close()
+	}
 	if j.packs, err = openPacks(dir, opts.Sync); err != nil {
-		db.Close()
-		lock.Close()
+		undo()
 		return nil, err
 	}
+	opened = append(opened, func() { j.packs.close() })
 	if j.progress, err = openProgress(dir); err != nil {
-		j.packs.close()
-		db.Close()
-		lock.Close()
+		undo()
 		return nil, err
 	}
+	opened = append(opened, func() { j.progress.Close() })
 	if err := j.init(); err != nil {
-		db.Close()
-		lock.Close()
+		undo()
 		return nil, err
 	}
 	if err := j.watch(); err != nil {
-		db.Close()
-		lock.Close()
+		undo()
 		return nil, err
 	}
 	return j, nil
@@ -165,9 +188,6 @@ func (j *Journal) init() error {
 	if err != nil {
 		return fmt.Errorf("journal: zstd: %w", err)
 	}
-	if err := j.initMeta(); err != nil {
-		return err
-	}
 	if err := j.loadCounters(); err != nil {
 		return err
 	}
@@ -201,9 +221,10 @@ func (j *Journal) initMeta() error {
 		if m.Format == 1 {
 			return fmt.Errorf("%w: journal has format 1, which kept content inside Badger and never gave its space back; this cowfs reads format %d. Unmount with the cowfs that made it, then delete the journal directory %s (the undo history goes with it)", ErrFormat, FormatVersion, j.dir)
 		}
-		if m.Format == 2 {
-			// Format 3 only adds keys (rollback plans in parts,
-			// blob.go) and reads what format 2 wrote as it is.
+		if m.Format == 2 || m.Format == 3 {
+			// Formats 3 and 4 only add keys and files (rollback plans
+			// in parts, blob.go; the record log, wal.go) and read what
+			// the ones before wrote as it is.
 			m.Format = FormatVersion
 			b, _ := json.Marshal(m)
 			return txn.Set(metaKey, b)
@@ -264,7 +285,15 @@ func (j *Journal) Close() error {
 	}
 	j.closeHealth()
 	done := make(chan error, 1)
-	go func() { done <- j.db.Close() }()
+	go func() {
+		// What the log holds reaches Badger first: the next open then
+		// has nothing to replay.
+		err := j.wal.close()
+		if cerr := j.db.DB.Close(); err == nil || errors.Is(err, ErrClosed) {
+			err = cerr
+		}
+		done <- err
+	}()
 	var err error
 	if j.Broken() == nil {
 		err = <-done

@@ -18,6 +18,7 @@ const (
 	prefixFingerprint = 'f' // path -> what a rescan last saw there (fingerprint.go)
 	prefixScanned     = 'S' // the sequence number the last rescan accounted for
 	prefixEarly       = 'E' // when turns last left the window early (space.go)
+	prefixLogMark     = 'L' // how far the record log is applied (wal.go)
 )
 
 var metaKey = []byte{prefixMeta}

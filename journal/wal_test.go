@@ -1,0 +1,190 @@
+package journal
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// halt stops the record log's background applier.
+func (l *recordLog) halt() {
+	select {
+	case <-l.stopped:
+	default:
+		close(l.stop)
+		<-l.stopped
+	}
+}
+
+// crash ends j as a kill -9 would: what the record log holds is not
+// applied to Badger, nothing is closed in order.
+func (j *Journal) crash() {
+	j.wal.halt()
+	j.wal.f.Close()
+	j.closeHealth()
+	j.db.DB.Close() // Badger's own state is as a kill leaves it: its log is in the page cache
+	j.packs.close()
+	j.progress.Close()
+	j.lock.Close()
+}
+
+// appendN journals n creations in a turn of their own, with xattr
+// values of size bytes.
+func appendN(t *testing.T, j *Journal, n, size int) []uint64 {
+	t.Helper()
+	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g := j.Enter()
+	var seqs []uint64
+	for i := 0; i < n; i++ {
+		r := &Record{Kind: KindXattr, Path: fmt.Sprintf("f%d", i), XattrName: "user.x", XattrValue: bytes.Repeat([]byte{'v'}, size)}
+		if err := j.Append(g, r, nil); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, r.Seq)
+	}
+	g.Leave()
+	if _, err := j.EndTurn(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func have(t *testing.T, j *Journal, seqs []uint64) {
+	t.Helper()
+	for _, s := range seqs {
+		if _, err := j.Record(s); err != nil {
+			t.Fatalf("record %d: %v", s, err)
+		}
+	}
+}
+
+// TestRecordLogReplay: records a crash kept from reaching Badger are
+// there after the next open, from the record log alone; so is a
+// record's content, and a discard logged after it.
+func TestRecordLogReplay(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.wal.halt() // nothing reaches Badger before the crash
+	seqs := appendN(t, j, 50, 10)
+	g := j.Enter()
+	content := bytes.Repeat([]byte("pre-image "), 20000)
+	data := &Record{Kind: KindData, Path: "big", Len: int64(len(content))}
+	if err := j.Append(g, data, bytes.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	gone := &Record{Kind: KindCreate, Path: "gone"}
+	if err := j.Append(g, gone, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Discard(gone); err != nil {
+		t.Fatal(err)
+	}
+	g.Leave()
+	pending := len(j.wal.pending)
+	j.crash()
+	if pending == 0 {
+		t.Fatal("the log was applied before the crash: the test shows nothing")
+	}
+
+	j, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	have(t, j, seqs)
+	r, err := j.Record(data.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := j.ReadContent(r, func(_ int64, b []byte) error { got.Write(b); return nil }); err != nil || !bytes.Equal(got.Bytes(), content) {
+		t.Fatalf("content after replay: %d bytes, %v", got.Len(), err)
+	}
+	if _, err := j.Record(gone.Seq); err == nil {
+		t.Errorf("a discarded record is back after replay")
+	}
+	if next := j.NextSeq(); next <= data.Seq {
+		t.Errorf("next sequence %d after replay, want more than %d", next, data.Seq)
+	}
+}
+
+// TestRecordLogCutEntry: an entry cut short (a kill in the middle of its
+// write, or power lost) is dropped at open, with nothing after it; the
+// records before it stay and the log goes on from there.
+func TestRecordLogCutEntry(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := appendN(t, j, 20, 10)
+	gen := j.wal.gen
+	j.crash()
+	p := filepath.Join(dir, walName(gen))
+	whole, _ := os.ReadFile(p)
+	cut := encodeEntry([]walOp{{key: recordKey(999), val: []byte("never acknowledged")}})
+	for _, tail := range [][]byte{cut[:len(cut)-3], append([]byte{}, cut[:walHeader]...), []byte{0xff, 0xff}} {
+		if err := os.WriteFile(p, append(append([]byte{}, whole...), tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		j, err = Open(dir, Options{})
+		if err != nil {
+			t.Fatalf("open after a cut entry: %v", err)
+		}
+		have(t, j, seqs)
+		if _, err := j.Record(999); err == nil {
+			t.Errorf("a cut entry's record was applied")
+		}
+		if st, _ := os.Stat(p); st != nil && st.Size() > int64(len(whole)) && j.wal.gen == gen {
+			t.Errorf("the cut entry is still in the log (%d bytes, %d before it)", st.Size(), len(whole))
+		}
+		more := appendN(t, j, 3, 10)
+		j.crash()
+		j, err = Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		have(t, j, append(seqs, more...))
+		seqs = append(seqs, more...)
+		gen = j.wal.gen
+		j.crash()
+		p = filepath.Join(dir, walName(gen))
+		whole, _ = os.ReadFile(p)
+	}
+}
+
+// TestRecordLogRotates: a log past walRotate, fully applied, is
+// replaced by the next generation, and everything stays readable.
+func TestRecordLogRotates(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := j.wal.gen
+	seqs := appendN(t, j, walRotate/(60<<10)+10, 60<<10)
+	if err := j.wal.apply(); err != nil {
+		t.Fatal(err)
+	}
+	if j.wal.gen == first {
+		t.Fatalf("the log was not replaced after %d bytes", j.wal.end)
+	}
+	if _, err := os.Stat(filepath.Join(dir, walName(first))); !os.IsNotExist(err) {
+		t.Errorf("the replaced log is still there: %v", err)
+	}
+	more := appendN(t, j, 5, 10)
+	j.crash()
+	if j, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	have(t, j, append(seqs, more...))
+}
