@@ -29,7 +29,7 @@ type meta struct {
 
 // Journal is an open journal. Its methods are safe for concurrent use.
 type Journal struct {
-	db   *store      // Badger, caught up with the record log before each use
+	db   *store     // Badger, caught up with the record log before each use
 	wal  *recordLog // where records are written first (wal.go)
 	dir  string
 	lock *os.File // flock'd; released on Close

@@ -51,11 +51,11 @@ import (
 
 const (
 	walPrefix     = "log."
-	walRotate     = 8 << 20                // bytes of log after which a fully applied log is replaced
-	walApplyOps   = 2048                   // pending operations that wake the applier
-	walApplyEvery = 50 * time.Millisecond  // and it wakes this often anyway, if any are pending
-	walHeader     = 8                      // length and CRC-32C of an entry
-	walMaxEntry   = 1 << 30                // sanity bound when reading
+	walRotate     = 8 << 20               // bytes of log after which a fully applied log is replaced
+	walApplyOps   = 2048                  // pending operations that wake the applier
+	walApplyEvery = 50 * time.Millisecond // and it wakes this often anyway, if any are pending
+	walHeader     = 8                     // length and CRC-32C of an entry
+	walMaxEntry   = 1 << 30               // sanity bound when reading
 	walOpSet      = 0
 	walOpDelete   = 1
 )
