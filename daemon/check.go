@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -77,6 +79,9 @@ func Check(path string) (CheckReport, error) {
 	} else {
 		problem("workspace %s: %v (kept inodes not checked)", loc.Workspace, err)
 	}
+	// The inodes that must be in the aside area now: those records kept
+	// there, less those a later record (a rollback's) moved out again.
+	kept := map[string]*journal.Record{}
 	err = j.Scan(0, 0, false, func(rec *journal.Record) error {
 		r.Records++
 		if rec.Kind == journal.KindData {
@@ -88,17 +93,33 @@ func Check(path string) (CheckReport, error) {
 				problem("record %d (turn %d, %s of %q): pre-image: %v", rec.Seq, rec.Turn, rec.Kind, rec.Path, err)
 			}
 		}
-		if rec.Aside != "" && tree != nil {
-			if _, err := tree.Lstat(aside.Prefix + rec.Aside); errors.Is(err, fs.ErrNotExist) {
-				problem("record %d (turn %d, %s of %q): the inode kept aside as %s is gone", rec.Seq, rec.Turn, rec.Kind, rec.Path, rec.Aside)
-			} else if err != nil {
-				problem("record %d: kept inode %s: %v", rec.Seq, rec.Aside, err)
+		if rec.Kind == journal.KindRename {
+			if name, ok := strings.CutPrefix(rec.Path, aside.Prefix); ok {
+				delete(kept, name) // moved back out
 			}
+		}
+		if rec.Aside != "" {
+			kept[rec.Aside] = rec
 		}
 		return nil
 	})
 	if err != nil {
 		problem("records after %d: %v", r.Records, err)
+	}
+	if tree != nil {
+		names := make([]string, 0, len(kept))
+		for name := range kept {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			rec := kept[name]
+			if _, err := tree.Lstat(aside.Prefix + name); errors.Is(err, fs.ErrNotExist) {
+				problem("record %d (turn %d, %s of %q): the inode kept aside as %s is gone", rec.Seq, rec.Turn, rec.Kind, rec.Path, name)
+			} else if err != nil {
+				problem("record %d: kept inode %s: %v", rec.Seq, name, err)
+			}
+		}
 	}
 	return r, nil
 }

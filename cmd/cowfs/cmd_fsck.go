@@ -9,7 +9,10 @@ import (
 	"github.com/cowfs/cowfs/daemon"
 )
 
-type fsckOptions struct{ json bool }
+type fsckOptions struct {
+	json   bool
+	export string
+}
 
 func newFsckCommand() *cobra.Command {
 	var opts fsckOptions
@@ -21,7 +24,14 @@ their plans, every record, every byte of pre-image content, every inode kept
 aside in the workspace's private directory — and list what cannot be read.
 It changes nothing, and needs no daemon: run 'cowfs umount' first (exit 4
 while a daemon holds the journal). Exit 0 if everything reads, 1 if not; a
-journal that cannot be opened at all says so.`,
+journal that cannot be opened at all says so.
+
+With --export DIR it also writes what the journal holds into DIR (new or
+empty, outside the workspace, made 0700): markers.json, turns.json, and, for
+every path a turn in the window changed, what it held when the latest turn
+that changed it began — the newest state a rollback could restore — in
+index.json, with each file's content in DIR/files. What cannot be read is
+listed there with the reason, and counts as a problem.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -31,6 +41,7 @@ journal that cannot be opened at all says so.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&opts.export, "export", "", "also write what the journal holds into `DIR` (markers, turns, the newest restorable version of each path)")
 	return cmd
 }
 
@@ -57,8 +68,23 @@ func runFsck(opts fsckOptions) error {
 			fmt.Printf("  problem: %s\n", shown(p))
 		}
 	}
-	if len(r.Problems) > 0 {
-		return codedError{fmt.Errorf("%d problems: what they name cannot be restored", len(r.Problems)), exitError}
+	unreadable := 0
+	if opts.export != "" {
+		x, err := daemon.Export(loc.Workspace, opts.export)
+		if errors.Is(err, daemon.ErrJournalLocked) {
+			return codedError{err, exitBusy}
+		}
+		if err != nil {
+			return err
+		}
+		unreadable = x.Unreadable
+		if !opts.json {
+			fmt.Printf("  exported %d markers, %d turns and %d paths (%d unreadable) to %s\n",
+				x.Markers, x.Turns, len(x.Paths), x.Unreadable, x.Dir)
+		}
+	}
+	if len(r.Problems) > 0 || unreadable > 0 {
+		return codedError{fmt.Errorf("%d problems: what they name cannot be restored", len(r.Problems)+unreadable), exitError}
 	}
 	return nil
 }
