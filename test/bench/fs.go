@@ -51,9 +51,9 @@ func fsSuite(c *config, r *results) error {
 func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 	// step times one workload, and counts the daemon's CPU time and
 	// FUSE requests it cost.
-	step := func(w, dir, name string, args ...string) error {
+	stepEnv := func(w, dir string, env []string, name string, args ...string) error {
 		before := sample(t, true)
-		d, err := timed(dir, name, args...)
+		d, err := timedEnv(dir, env, name, args...)
 		if err != nil {
 			return err
 		}
@@ -61,6 +61,7 @@ func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 		sample(t, false).since(before, r, w, t.name(), run)
 		return nil
 	}
+	step := func(w, dir, name string, args ...string) error { return stepEnv(w, dir, nil, name, args...) }
 	big := filepath.Join(dir, "big")
 	if err := step(fmt.Sprintf(wWrite, c.fileMiB), dir, "dd", "if=/dev/zero", "of="+big, "bs=1M", fmt.Sprintf("count=%d", c.fileMiB)); err != nil {
 		return err
@@ -100,14 +101,25 @@ func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 	if err := step(wGit, filepath.Join(dir, "src"), "sh", "-c", git); err != nil {
 		return err
 	}
-	return step(wRmRf, dir, "rm", "-rf", "src")
+	if err := step(wRmRf, dir, "rm", "-rf", "src"); err != nil {
+		return err
+	}
+	return agentWorkloads(c, dir, stepEnv)
 }
 
 // timed runs a command in dir and returns how long it took. grep's
 // exit code 1 (no match) is success.
 func timed(dir, name string, args ...string) (time.Duration, error) {
+	return timedEnv(dir, nil, name, args...)
+}
+
+// timedEnv is timed with env added to the environment.
+func timedEnv(dir string, env []string, name string, args ...string) (time.Duration, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = nil, &stderr
 	if name == "cat" {

@@ -38,7 +38,8 @@ type config struct {
 	loopback string // built go-fuse example
 	tarball  string
 	fileMiB  int
-	sizes    []int // workspace sizes for turn checkpoints
+	sizes    []int     // workspace sizes for turn checkpoints
+	agent    agentWork // agent.go
 }
 
 func main() {
@@ -129,6 +130,9 @@ func prepare(c *config) error {
 	}
 	if b, err := exec.Command("tar", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("tar: %v: %s", err, b)
+	}
+	if c.only == "" || strings.Contains(c.only, "fs") {
+		prepareAgent(c)
 	}
 	return nil
 }
