@@ -56,7 +56,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 		st.Unrevertable = len(rbs)
 	}
 	if t, ok := d.j.OpenTurn(); ok {
-		wt, err := s.summary(t, "")
+		wt, err := s.summary(t, "", false)
 		if err != nil {
 			return st, err
 		}
@@ -115,7 +115,7 @@ func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 		return ctl.Turn{}, apiError(err)
 	}
 	d.mount.EpochBegan()
-	wt, err := s.summary(t, "")
+	wt, err := s.summary(t, "", false)
 	return wt.Turn, err
 }
 
@@ -126,7 +126,7 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 	}
 	list := ctl.TurnList{Turns: []ctl.Turn{}}
 	for _, t := range ts {
-		wt, err := s.summary(t, "")
+		wt, err := s.summary(t, "", false)
 		if err != nil {
 			return list, err
 		}
@@ -159,7 +159,7 @@ func (s *service) Turn(ctx context.Context, ref, step string) (ctl.TurnDetail, e
 	if err != nil {
 		return ctl.TurnDetail{}, err
 	}
-	return s.summary(t, step)
+	return s.summary(t, step, true)
 }
 
 // findTurn resolves a turn reference, telling a turn that left the
@@ -183,8 +183,11 @@ func (s *service) findTurn(ref string) (journal.Turn, error) {
 	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)
 }
 
-// summary describes t with its changes (only step's, if not empty).
-func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
+// summary describes t and counts its changes (only step's, if not
+// empty); with list, it lists them too. Ending a turn, status and the
+// list of turns only count: a turn of 100,000 paths then costs its
+// fold, not a list of 100,000 changes to throw away.
+func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetail, error) {
 	end := t.EndSeq
 	if t.Open() {
 		end = 0
@@ -203,9 +206,14 @@ func (s *service) summary(t journal.Turn, step string) (ctl.TurnDetail, error) {
 	if err != nil {
 		return ctl.TurnDetail{}, err
 	}
+	d := ctl.TurnDetail{Turn: turnOf(t), Changes: []ctl.Change{}}
+	d.Records, d.JournalBytes = records, stored
+	if !list {
+		d.ChangedPaths = fold.Count(func(c *journal.Change) bool { return !aside.Private(c.Path) })
+		return d, nil
+	}
 	changes := visible(fold.Changes())
-	d := ctl.TurnDetail{Turn: turnOf(t), Changes: make([]ctl.Change, 0, len(changes))}
-	d.ChangedPaths, d.Records, d.JournalBytes = len(changes), records, stored
+	d.ChangedPaths, d.Changes = len(changes), make([]ctl.Change, 0, len(changes))
 	for _, c := range changes {
 		d.Changes = append(d.Changes, ctl.Change{
 			Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,

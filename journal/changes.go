@@ -62,6 +62,17 @@ func (f *Folder) Add(r *Record) {
 	foldRecord(f.m, r)
 }
 
+// Count returns how many of the changes so far keep accepts.
+func (f *Folder) Count(keep func(*Change) bool) int {
+	n := 0
+	for _, c := range f.m {
+		if keep(c) {
+			n++
+		}
+	}
+	return n
+}
+
 // Changes returns the changes so far, sorted by path.
 func (f *Folder) Changes() []Change {
 	out := make([]Change, 0, len(f.m))
