@@ -188,3 +188,28 @@ func TestRecordLogRotates(t *testing.T) {
 	defer j.Close()
 	have(t, j, append(seqs, more...))
 }
+
+// FuzzDecodeEntry: no bytes make decodeEntry panic or read past them,
+// and an entry encoded decodes to its operations.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(encodeEntry([]walOp{{key: []byte("k"), val: []byte("v")}, {del: true, key: []byte("d")}}))
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 9})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ops, n, ok := decodeEntry(b)
+		if !ok {
+			return
+		}
+		if n > int64(len(b)) {
+			t.Fatalf("entry of %d bytes in %d", n, len(b))
+		}
+		again, _, ok := decodeEntry(encodeEntry(ops))
+		if !ok || len(again) != len(ops) {
+			t.Fatalf("re-encoded entry: %v ops, want %v", len(again), len(ops))
+		}
+		for i := range ops {
+			if ops[i].del != again[i].del || !bytes.Equal(ops[i].key, again[i].key) || !bytes.Equal(ops[i].val, again[i].val) {
+				t.Fatalf("op %d differs after a round trip", i)
+			}
+		}
+	})
+}
