@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -71,6 +72,17 @@ func memorySuite(c *config, r *results) error {
 				return []memPhase{
 					{"created (trees with renames inside)", func() error {
 						return m.open(func() error { return createTrees(m.mnt, turnFiles) })
+					}},
+					{"turn end", m.end},
+					{"rolled back", m.rollback},
+				}
+			}},
+		{fmt.Sprintf("%dk random writes", 3*turnFiles/1000),
+			func(ws string) error { return writeFile(filepath.Join(ws, "db.bin"), big) },
+			func(m *memMount) []memPhase {
+				return []memPhase{
+					{"4 KiB each into one file, as a database writes", func() error {
+						return m.open(func() error { return randomWrites(filepath.Join(m.mnt, "db.bin"), big, 3*turnFiles) })
 					}},
 					{"turn end", m.end},
 					{"rolled back", m.rollback},
@@ -260,6 +272,24 @@ func createTrees(root string, n int) error {
 		}
 	}
 	return nil
+}
+
+// randomWrites makes n writes of 4 KiB at random 4 KiB-aligned places
+// in the file p of size bytes: a data record each, mostly.
+func randomWrites(p string, size, n int) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	block := bytes.Repeat([]byte{'w'}, 4096)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < n; i++ {
+		if _, err := f.WriteAt(block, rng.Int64N(int64(size/4096))*4096); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // rewriteAndRename overwrites every file beneath root (a data and an
