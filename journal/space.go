@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -120,18 +121,17 @@ func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) 
 			return PruneMaxSize, fmt.Sprintf("the journal takes %d bytes, %d more may be needed, and --max-journal-size is %d", used, n, max), nil
 		}
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
+	free, err := j.freeNow()
+	if err != nil {
 		// The directory is gone or unreadable: nothing more can be
 		// recorded there. The health check says best why.
-		err = fmt.Errorf("statfs %s: %w", j.dir, err)
 		if cerr := j.check(); cerr != nil {
 			err = cerr
 		}
 		j.fail(err)
 		return "", "", j.Broken()
 	}
-	free, reserve := freeOf(&st), j.reserve()
+	reserve := j.reserve()
 	if free-n < reserve {
 		return PruneNoSpace, fmt.Sprintf("%d bytes are free on the journal's filesystem, %d more may be needed and %d are kept for Badger", free, n, reserve), nil
 	}
@@ -139,6 +139,43 @@ func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) 
 }
 
 func freeOf(st *syscall.Statfs_t) int64 { return int64(st.Bavail) * st.Bsize }
+
+// freeNow is the free space of the journal's filesystem for a record
+// about to be stored. statfs for every record is amortized: a reading
+// less than freeEvery old that left plenty of room (freeSlack times the
+// reserve) stands, less what the journal itself has grown since. What
+// others write meanwhile goes unseen for at most freeEvery — the same
+// blind spot as between two records far apart — and only while far
+// more than the reserve is free.
+func (j *Journal) freeNow() (int64, error) {
+	now := time.Now()
+	c := &j.freeCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if est := c.free - (j.used.Load() - c.used); now.Sub(c.at) < freeEvery && est > freeSlack*j.reserve() {
+		return est, nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(j.dir, &st); err != nil {
+		c.at = time.Time{}
+		return 0, fmt.Errorf("statfs %s: %w", j.dir, err)
+	}
+	c.at, c.free, c.used = now, freeOf(&st), j.used.Load()
+	return c.free, nil
+}
+
+const (
+	freeEvery = 50 * time.Millisecond
+	freeSlack = 4
+)
+
+// freeCache is freeNow's last reading.
+type freeCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	free int64 // bytes free then
+	used int64 // j.used then
+}
 
 // free returns the free space of the journal's filesystem (0 if unknown).
 func (j *Journal) free() int64 {

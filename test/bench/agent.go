@@ -23,8 +23,9 @@ import (
 // Each is skipped, with a message, where its tool is missing or its
 // preparation fails (no registry).
 const (
-	wNpm     = "npm ci (express, warm cache)"
-	wGoBuild = "go build (cowfs, GOCACHE on the mount)"
+	wNpm       = "npm ci (express, warm cache)"
+	wGoBuild   = "go build (cowfs, GOCACHE on the mount)"
+	wRandWrite = "random 4 KiB writes (fio psync, verified)"
 )
 
 // agentWork is what prepareAgent made.
@@ -33,6 +34,7 @@ type agentWork struct {
 	npmCache   string
 	goTree     string // tarball of the module, vendored
 	goCache    string // tarball of a GOCACHE holding std
+	noFio      bool   // said fio is missing
 }
 
 // prepareAgent readies the agent workloads, natively.
@@ -110,8 +112,30 @@ func prepareGo(c *config) error {
 // agentWorkloads runs the agent workloads in dir on target t, timing
 // each with step (fsWorkloads); what they need is put in place first,
 // untimed.
-func agentWorkloads(c *config, dir string, step func(w, dir string, env []string, name string, args ...string) error) error {
+func agentWorkloads(c *config, t target, dir string, step func(w, dir string, env []string, name string, args ...string) error) error {
 	a := &c.agent
+	if _, err := exec.LookPath("fio"); err == nil {
+		// What a database or a build cache does: random 4 KiB writes
+		// into a file that existed before the turn (each new range is
+		// a pre-image to capture), read back and checked by fio.
+		f := filepath.Join(dir, "db.bin")
+		if err := writeFile(f, c.fileMiB<<19); err != nil { // half the large file
+			return err
+		}
+		if err := t.newEpoch(); err != nil {
+			return err
+		}
+		size := fmt.Sprintf("%dM", c.fileMiB/2)
+		if err := step(wRandWrite, dir, nil, "fio", "--name=rw", "--filename="+f, "--rw=randwrite", "--bs=4k",
+			"--size="+size, "--io_size="+fmt.Sprintf("%dM", c.fileMiB/8), "--ioengine=psync", "--randrepeat=1",
+			"--norandommap", "--verify=crc32c", "--verify_fatal=1", "--verify_state_save=0", "--output=/dev/null"); err != nil {
+			return err
+		}
+		os.Remove(f)
+	} else if c.agent.noFio == false {
+		c.agent.noFio = true
+		fmt.Println("fio is not installed: random writes not measured")
+	}
 	if a.npmProject != "" {
 		proj := filepath.Join(dir, "npm")
 		os.MkdirAll(proj, 0o755)

@@ -104,7 +104,7 @@ func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 	if err := step(wRmRf, dir, "rm", "-rf", "src"); err != nil {
 		return err
 	}
-	return agentWorkloads(c, dir, stepEnv)
+	return agentWorkloads(c, t, dir, stepEnv)
 }
 
 // timed runs a command in dir and returns how long it took. grep's

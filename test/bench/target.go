@@ -27,6 +27,10 @@ type target interface {
 	// requests returns the FUSE requests served so far, by operation,
 	// or nil if the target does not count them.
 	requests() map[string]uint64
+	// newEpoch makes what is in the workspace older than what comes
+	// next (cowfs: a new step of the open turn, so changes to files
+	// made before it capture pre-images); a no-op elsewhere.
+	newEpoch() error
 }
 
 func targets(c *config) []target {
@@ -49,6 +53,7 @@ func (native) setup(base string) (string, error) {
 func (native) teardown() error             { return nil }
 func (native) daemon() int                 { return 0 }
 func (native) requests() map[string]uint64 { return nil }
+func (native) newEpoch() error             { return nil }
 
 // fuseTarget is a FUSE daemon started with a command line, mounted at
 // mnt, stopped by unmounting.
@@ -83,6 +88,7 @@ func (f *fuseTarget) teardown() error {
 
 func (f *fuseTarget) daemon() int                 { return f.pid }
 func (f *fuseTarget) requests() map[string]uint64 { return nil }
+func (f *fuseTarget) newEpoch() error             { return nil }
 
 // loopback is go-fuse's own example loopback, with the options cowfs
 // uses: direct mount, allow_other, default_permissions.
@@ -173,6 +179,11 @@ func (c *cowfs) teardown() error {
 }
 
 func (c *cowfs) daemon() int { return c.pid }
+
+func (c *cowfs) newEpoch() error {
+	_, err := c.run("-w", c.mnt, "turn", "step", fmt.Sprintf("bench-%d", time.Now().UnixNano()))
+	return err
+}
 
 // requests asks the daemon for its count of FUSE requests.
 func (c *cowfs) requests() map[string]uint64 {
