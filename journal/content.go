@@ -33,7 +33,6 @@ func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, [
 	var chunks []Chunk
 	var stored int64
 	ix := j.newIndexWriter()
-	defer ix.discard()
 	have, eof := 0, false
 	for {
 		// Fill the buffer: a cut may only depend on what is read if

@@ -13,20 +13,21 @@ import (
 
 // indexWriter collects the index entries of the chunks one record
 // stores, for the record's entry in the record log (Append). A chunk is
-// stored if Badger has its entry, or a logged record that Badger may
-// not have yet does (recordLog.chunk), or this writer added it.
+// stored if this writer added it, or a logged record that Badger may
+// not have yet does (recordLog.chunk), or Badger has its entry.
 type indexWriter struct {
 	j     *Journal
-	txn   *badger.Txn // read-only, raw: lookups do not wait for the log to be applied
 	added map[[32]byte]bool
 	ops   []walOp
 }
 
-func (j *Journal) newIndexWriter() *indexWriter {
-	return &indexWriter{j: j, txn: j.db.DB.NewTransaction(false)}
-}
+func (j *Journal) newIndexWriter() *indexWriter { return &indexWriter{j: j} }
 
-// has reports whether chunk h is stored.
+// has reports whether chunk h is stored. The log is asked first, then
+// Badger afresh (raw: a lookup does not wait for the log to be
+// applied): the log lets go of an entry only once Badger has it, so an
+// entry is never missed between the two — a snapshot of Badger taken
+// before the log let go of it would miss it.
 func (w *indexWriter) has(h [32]byte) (bool, error) {
 	if w.added[h] {
 		return true, nil
@@ -34,7 +35,10 @@ func (w *indexWriter) has(h [32]byte) (bool, error) {
 	if _, ok := w.j.wal.chunk(h); ok {
 		return true, nil
 	}
-	_, err := w.txn.Get(chunkKey(h))
+	err := w.j.db.DB.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(chunkKey(h))
+		return err
+	})
 	switch {
 	case err == nil:
 		return true, nil
@@ -53,6 +57,3 @@ func (w *indexWriter) set(h [32]byte, l loc) {
 	w.added[h] = true
 	w.ops = append(w.ops, walOp{key: chunkKey(h), val: encodeLoc(l)})
 }
-
-// discard ends the lookups.
-func (w *indexWriter) discard() { w.txn.Discard() }
