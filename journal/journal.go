@@ -77,8 +77,9 @@ type Journal struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
 
-	closed atomic.Bool
-	health health
+	closed   atomic.Bool
+	health   health
+	trimStop chan struct{} // resident.go
 }
 
 // Open opens the journal in dir, creating it (mode 0700: pre-images can
@@ -146,6 +147,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 		undo()
 		return nil, err
 	}
+	j.trimStop = make(chan struct{})
+	go j.trimmer(j.trimStop)
 	return j, nil
 }
 
@@ -285,6 +288,7 @@ func (j *Journal) Close() error {
 		defer j.gate.Unlock()
 	}
 	j.closeHealth()
+	close(j.trimStop)
 	done := make(chan error, 1)
 	go func() {
 		// What the log holds reaches Badger first: the next open then
