@@ -69,7 +69,6 @@ type Journal struct {
 	// measured at open and after each reclaim, counted up by appends
 	// between (space.go).
 	used, lsm atomic.Int64
-	freeCache freeCache // space.go
 	dropAside atomic.Pointer[func(string) error]
 
 	notify notifier

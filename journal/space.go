@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,12 +28,17 @@ import (
 // of the memtable to a table and a compaction that rewrites tables
 // before deleting them: two memtables and twice the tables it has
 // (badgerReserve). Content goes to packs with write(2), which fails
-// cleanly. A small journal thus keeps ~16 MiB in reserve, not a fixed
+// cleanly. A small journal thus keeps ~8 MiB in reserve, not a fixed
 // 64 MiB that left a small filesystem refusing even rm and mkdir.
 //
 // Pruning writes to Badger too. When something else has filled the
-// filesystem to less than a memtable free, no turn leaves the window:
-// the change is refused, and every turn stays.
+// filesystem to less than two memtables free, no turn leaves the
+// window: the change is refused, and every turn stays.
+//
+// The check is a statfs per record, not amortized over several: a
+// reading even 50 ms old let a record through after another process
+// had filled the filesystem, and Badger's next write through its
+// mappings could have killed the daemon (TestJournalFilesystemFull).
 
 // Reasons a turn leaves the window, in turn_pruned events.
 const (
@@ -121,17 +125,18 @@ func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) 
 			return PruneMaxSize, fmt.Sprintf("the journal takes %d bytes, %d more may be needed, and --max-journal-size is %d", used, n, max), nil
 		}
 	}
-	free, err := j.freeNow()
-	if err != nil {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(j.dir, &st); err != nil {
 		// The directory is gone or unreadable: nothing more can be
 		// recorded there. The health check says best why.
+		err = fmt.Errorf("statfs %s: %w", j.dir, err)
 		if cerr := j.check(); cerr != nil {
 			err = cerr
 		}
 		j.fail(err)
 		return "", "", j.Broken()
 	}
-	reserve := j.reserve()
+	free, reserve := freeOf(&st), j.reserve()
 	if free-n < reserve {
 		return PruneNoSpace, fmt.Sprintf("%d bytes are free on the journal's filesystem, %d more may be needed and %d are kept for Badger", free, n, reserve), nil
 	}
@@ -139,43 +144,6 @@ func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) 
 }
 
 func freeOf(st *syscall.Statfs_t) int64 { return int64(st.Bavail) * st.Bsize }
-
-// freeNow is the free space of the journal's filesystem for a record
-// about to be stored. statfs for every record is amortized: a reading
-// less than freeEvery old that left plenty of room (freeSlack times the
-// reserve) stands, less what the journal itself has grown since. What
-// others write meanwhile goes unseen for at most freeEvery — the same
-// blind spot as between two records far apart — and only while far
-// more than the reserve is free.
-func (j *Journal) freeNow() (int64, error) {
-	now := time.Now()
-	c := &j.freeCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if est := c.free - (j.used.Load() - c.used); now.Sub(c.at) < freeEvery && est > freeSlack*j.reserve() {
-		return est, nil
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
-		c.at = time.Time{}
-		return 0, fmt.Errorf("statfs %s: %w", j.dir, err)
-	}
-	c.at, c.free, c.used = now, freeOf(&st), j.used.Load()
-	return c.free, nil
-}
-
-const (
-	freeEvery = 50 * time.Millisecond
-	freeSlack = 4
-)
-
-// freeCache is freeNow's last reading.
-type freeCache struct {
-	mu   sync.Mutex
-	at   time.Time
-	free int64 // bytes free then
-	used int64 // j.used then
-}
 
 // free returns the free space of the journal's filesystem (0 if unknown).
 func (j *Journal) free() int64 {
@@ -204,11 +172,12 @@ func (j *Journal) pruneEarly(g Gate, n int64, why string) (bool, error) {
 	if j.hopeless(n, why) {
 		return false, nil // no turn leaves for a record that cannot fit anyway
 	}
-	if why == PruneNoSpace && j.free() < memTableSize {
+	if why == PruneNoSpace && j.free() < badgerReserve(0) {
 		// Pruning writes to Badger too (deletions, and maybe a
-		// memtable flush): with less free than a memtable, something
-		// else filled the filesystem, and writing could kill the
-		// process. Refuse instead; the turns stay.
+		// memtable flush and a new memtable log): with less free than
+		// two memtables, something else filled the filesystem, and
+		// writing could kill the process. Refuse instead; the turns
+		// stay.
 		return false, nil
 	}
 	turns, err := j.Turns()
