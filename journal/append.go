@@ -74,6 +74,9 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 
 // Record returns the record with sequence seq.
 func (j *Journal) Record(seq uint64) (*Record, error) {
+	if j.lookups.Add(1)%trimScanEvery == 0 {
+		j.trimMapped() // a rollback looks up a record per step, all over the tables
+	}
 	var rec *Record
 	err := j.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(recordKey(seq))
@@ -129,10 +132,13 @@ func (j *Journal) Scan(from, to uint64, reverse bool, fn func(*Record) error) er
 		} else {
 			it.Seek(recordKey(from))
 		}
-		for ; it.Valid(); it.Next() {
+		for n := 1; it.Valid(); it.Next() {
 			seq := keyNum(it.Item().Key())
 			if seq < from || seq >= to {
 				break
+			}
+			if n++; n%trimScanEvery == 0 {
+				j.trimMapped() // a long scan reads the tables faster than the trimmer's tick
 			}
 			var rec *Record
 			err := it.Item().Value(func(v []byte) error {

@@ -79,6 +79,7 @@ type Journal struct {
 	closed   atomic.Bool
 	health   health
 	trimStop chan struct{} // resident.go
+	lookups  atomic.Uint64 // Record calls, for trimMapped
 }
 
 // Open opens the journal in dir, creating it (mode 0700: pre-images can

@@ -18,10 +18,11 @@ import (
 // set for as long as the table lives: a rollback of 114,000 records kept
 // 36 MiB of them, as much as the daemon's whole heap. They are the
 // kernel's page cache, mapped; the resident set is what the daemon is
-// held to (128 MiB), so the journal keeps them in check: once a second
-// it looks at how much of the process is file-backed (statm), and if
-// Badger's mappings hold more than mappedBudget it asks the kernel to
-// reclaim their pages (MADV_PAGEOUT). The data stays on disk, and a
+// held to (128 MiB), so the journal keeps them in check: once a second,
+// and every trimScanEvery records a long scan reads, it looks at how
+// much of the process is file-backed (statm), and if Badger's mappings
+// hold more than mappedBudget it asks the kernel to reclaim their pages
+// (MADV_PAGEOUT). The data stays on disk, and a
 // table page read again is read back.
 //
 // Why PAGEOUT and not DONTNEED: the mappings are Badger's, found by
@@ -32,8 +33,9 @@ import (
 // then, nothing is lost. DONTNEED would zero anonymous memory.
 
 const (
-	mappedBudget = 16 << 20
-	trimEvery    = time.Second
+	mappedBudget  = 16 << 20
+	trimEvery     = time.Second
+	trimScanEvery = 8192 // records a Scan reads between trims
 )
 
 // trimmer runs trimMapped every trimEvery until stop is closed.
