@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -52,20 +53,74 @@ func blobKey(id uint64, kind byte, version, part uint32) []byte {
 }
 
 // putBlob stores data as version of blob kind of rollback id, and
-// returns its ref. Each part is committed on its own; nothing names
-// them until the caller commits a record with the ref.
+// returns its ref (putBlobFrom).
 func (j *Journal) putBlob(id uint64, kind byte, version uint32, data []byte) (blobRef, error) {
-	ref := blobRef{Version: version}
-	for off := 0; off == 0 || off < len(data); off += blobPiece {
-		piece := data[off:min(off+blobPiece, len(data))]
-		z := j.enc.EncodeAll(piece, make([]byte, 0, len(piece)/4))
-		k := blobKey(id, kind, version, ref.Parts)
-		if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set(k, z) }); err != nil {
-			return blobRef{}, fmt.Errorf("journal: store part %d of rollback %d's %c: %w", ref.Parts, id, kind, err)
-		}
-		ref.Parts++
+	return j.putBlobFrom(id, kind, version, PlanBytes(data))
+}
+
+// putBlobFrom stores what write writes as version of blob kind of
+// rollback id, and returns its ref. What is written is cut into parts
+// as it comes, each compressed and committed on its own — so a plan of
+// 24 MB is never whole in memory — and nothing names them until the
+// caller commits a record with the ref.
+func (j *Journal) putBlobFrom(id uint64, kind byte, version uint32, write PlanWriter) (blobRef, error) {
+	w := &blobWriter{j: j, id: id, kind: kind, ref: blobRef{Version: version}, buf: make([]byte, 0, blobPiece)}
+	if err := write(w); err != nil {
+		return blobRef{}, err
 	}
-	return ref, nil
+	if w.err == nil && (len(w.buf) > 0 || w.ref.Parts == 0) {
+		w.flush()
+	}
+	return w.ref, w.err
+}
+
+// PlanWriter writes a rollback's plan (JSON, package rollback) to w.
+type PlanWriter func(w io.Writer) error
+
+// PlanBytes is the PlanWriter of a plan already encoded.
+func PlanBytes(b []byte) PlanWriter {
+	return func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}
+}
+
+// blobWriter stores what is written to it as parts of one blob.
+type blobWriter struct {
+	j    *Journal
+	id   uint64
+	kind byte
+	ref  blobRef
+	buf  []byte
+	err  error
+}
+
+func (w *blobWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 && w.err == nil {
+		k := min(len(b), blobPiece-len(w.buf))
+		w.buf = append(w.buf, b[:k]...)
+		b = b[k:]
+		if len(w.buf) == blobPiece {
+			w.flush()
+		}
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	return n, nil
+}
+
+// flush stores what is buffered as the next part.
+func (w *blobWriter) flush() {
+	z := w.j.enc.EncodeAll(w.buf, make([]byte, 0, len(w.buf)/4))
+	k := blobKey(w.id, w.kind, w.ref.Version, w.ref.Parts)
+	if err := w.j.db.Update(func(txn *badger.Txn) error { return txn.Set(k, z) }); err != nil {
+		w.err = fmt.Errorf("journal: store part %d of rollback %d's %c: %w", w.ref.Parts, w.id, w.kind, err)
+		return
+	}
+	w.ref.Parts++
+	w.buf = w.buf[:0]
 }
 
 // getBlob reads the blob ref names.

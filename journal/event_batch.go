@@ -39,6 +39,7 @@ func (j *Journal) AppendEvents(name string, details []any) error {
 			return fmt.Errorf("journal: record events: %w", err)
 		}
 		j.wake()
+		j.trimMapped() // the tables a burst of events makes stay mapped, dirty, until trimmed
 		txn, pending = j.db.NewTransaction(true), 0
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 // set for as long as the table lives: a rollback of 114,000 records kept
 // 36 MiB of them, as much as the daemon's whole heap. They are the
 // kernel's page cache, mapped; the resident set is what the daemon is
-// held to (128 MiB), so the journal keeps them in check: once a second,
+// held to (128 MiB), so the journal keeps them in check: every 250 ms,
 // and every trimScanEvery records a long scan reads, it looks at how
 // much of the process is file-backed (statm), and if Badger's mappings
 // hold more than mappedBudget it asks the kernel to reclaim their pages
@@ -34,7 +34,7 @@ import (
 
 const (
 	mappedBudget  = 16 << 20
-	trimEvery     = time.Second
+	trimEvery     = 250 * time.Millisecond
 	trimScanEvery = 8192 // records a Scan reads between trims
 )
 

@@ -70,7 +70,7 @@ type Rollback struct {
 
 // NewRollback stores r (assigning its ID) with its plan, in state
 // running. The caller holds the gate exclusively.
-func (j *Journal) NewRollback(r *Rollback, plan []byte) error {
+func (j *Journal) NewRollback(r *Rollback, plan PlanWriter) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var c counters
@@ -101,7 +101,7 @@ func (j *Journal) NewRollback(r *Rollback, plan []byte) error {
 }
 
 // SaveRollback stores r's new state; with a non-nil plan, its plan too.
-func (j *Journal) SaveRollback(r *Rollback, plan []byte) error {
+func (j *Journal) SaveRollback(r *Rollback, plan PlanWriter) error {
 	old, err := j.storeBlobs(r, plan)
 	if err != nil {
 		return err
@@ -149,10 +149,10 @@ type blobOf struct {
 // storeBlobs stores, as new versions named in r, plan if it is given
 // and r.Skipped if it is not what is stored. It returns the versions
 // they replace, for dropBlobs once r's record names the new ones.
-func (j *Journal) storeBlobs(r *Rollback, plan []byte) ([]blobOf, error) {
+func (j *Journal) storeBlobs(r *Rollback, plan PlanWriter) ([]blobOf, error) {
 	var old []blobOf
 	if plan != nil {
-		ref, err := j.putBlob(r.ID, blobPlan, r.PlanBlob.Version+1, plan)
+		ref, err := j.putBlobFrom(r.ID, blobPlan, r.PlanBlob.Version+1, plan)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,10 @@
 package rollback
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"syscall"
 
 	"github.com/cowfs/cowfs/aside"
@@ -339,3 +342,53 @@ func (p *planner) typeOf(e entry, fallback uint32) uint32 {
 }
 
 func (p *planner) asidePath(name string) string { return aside.Prefix + name }
+
+// planHead is what a stored plan says before its steps and report.
+type planHead struct {
+	Target  uint64   `json:"target"`
+	From    uint64   `json:"from"`
+	To      uint64   `json:"to"`
+	Force   bool     `json:"force,omitempty"`
+	Skipped []uint64 `json:"skipped,omitempty"`
+}
+
+// stored writes the plan as its JSON — what json.Marshal would write —
+// a step and a path at a time, so that storing a plan of 150,000 steps
+// (24 MB) holds a few KiB of it at once, not all of it and then some.
+func (pl *Plan) stored() journal.PlanWriter {
+	return func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		head, err := json.Marshal(planHead{pl.Target, pl.From, pl.To, pl.Force, pl.Skipped})
+		if err != nil {
+			return err
+		}
+		bw.Write(head[:len(head)-1])
+		bw.WriteString(`,"steps":[`)
+		for i := range pl.Steps {
+			if err := element(bw, i, &pl.Steps[i]); err != nil {
+				return err
+			}
+		}
+		bw.WriteString(`],"report":[`)
+		for i := range pl.Report {
+			if err := element(bw, i, &pl.Report[i]); err != nil {
+				return err
+			}
+		}
+		bw.WriteString(`]}`)
+		return bw.Flush()
+	}
+}
+
+// element writes v as the i-th element of a JSON array.
+func element(w *bufio.Writer, i int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if i > 0 {
+		w.WriteByte(',')
+	}
+	_, err = w.Write(b)
+	return err
+}

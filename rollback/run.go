@@ -92,7 +92,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	}
 	// Stored before the first step: a crash from here on is finished
 	// by Resume from the same plan.
-	if err := env.Journal.NewRollback(rb, mustJSON(plan)); err != nil {
+	if err := env.Journal.NewRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
 	return finishRollback(env, g, rb, plan, 0)
@@ -126,7 +126,7 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 	out := &Outcome{Target: rb.Target, Rollback: rb.ID, Report: plan.Report, Complete: ferr == nil}
 	if ferr != nil {
 		rb.State, rb.Next, rb.Failure = journal.RollbackPartial, failed, ferr.Error()
-		if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
+		if err := env.Journal.SaveRollback(rb, plan.stored()); err != nil {
 			return nil, err
 		}
 		out.Failure = rb.Failure
@@ -168,7 +168,7 @@ func saveProgress(env *Env, rb *journal.Rollback, plan *Plan, x *executor, rollb
 		if rollback {
 			rb.Skipped = plan.Skipped
 		}
-		return env.Journal.SaveRollback(rb, mustJSON(plan))
+		return env.Journal.SaveRollback(rb, plan.stored())
 	}
 }
 
@@ -288,7 +288,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	plan.Report = p.report(plan, recs)
 	rb.State, rb.Next = journal.RollbackUnreverting, 0
 	rb.Run++
-	if err := env.Journal.SaveRollback(rb, mustJSON(plan)); err != nil {
+	if err := env.Journal.SaveRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
 	return finishUnrevert(env, rb, plan)
@@ -397,12 +397,4 @@ func applySkips(report []PathAction, reasons map[string]string) []PathAction {
 		}
 	}
 	return out
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
