@@ -25,6 +25,8 @@ type executor struct {
 	log   *undoLog // nil for an unrevert
 	names string   // prefix of aside names this run gives: "rb7-"
 
+	records records // what the steps undo, read ahead
+
 	skipped []uint64          // steps skipped for a conflict found at run time
 	reasons map[string]string // path -> why it was skipped
 
@@ -372,10 +374,12 @@ func (x *executor) exchange(s *Step) error {
 	return x.rename(s.Path, s.Path2, unix.RENAME_EXCHANGE, &unix.Stat_t{})
 }
 
-// record reads the whole record a step undoes (the plan holds only
-// what planning needs: rec.go).
+// record reads the whole record a step undoes (records.go).
 func (x *executor) record(seq uint64) (*journal.Record, error) {
-	return x.env.Journal.Record(seq)
+	if x.records.j == nil {
+		x.records.j = x.env.Journal
+	}
+	return x.records.get(seq)
 }
 
 // inPlace returns the record an in-place step undoes and the stat of
