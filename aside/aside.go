@@ -84,7 +84,8 @@ type Area struct {
 	mu       sync.Mutex
 	links    map[uint64]uint32 // inode number -> names of it held aside
 	held     atomic.Int64      // len(links), for a lock-free fast path
-	deferred map[string]bool   // entries Drop found in use
+	deferred map[string]uint64 // entries Drop found in use -> their inode numbers
+	kept     map[uint64]uint32 // inode number -> names of it in deferred
 
 	inUse atomic.Pointer[func(name string) bool]
 }
@@ -381,6 +382,7 @@ func (a *Area) Drop(name string) error {
 		a.mu.Unlock()
 		return nil
 	}
+	a.undeferLocked(name)
 	a.mu.Unlock()
 	return a.drop(name)
 }
@@ -395,21 +397,57 @@ func (a *Area) DropLater(name string) {
 
 func (a *Area) deferLocked(name string) {
 	if a.deferred == nil {
-		a.deferred = map[string]bool{}
+		a.deferred, a.kept = map[string]uint64{}, map[uint64]uint32{}
 	}
-	a.deferred[name] = true
+	if _, ok := a.deferred[name]; ok {
+		return
+	}
+	var st unix.Stat_t
+	ino := uint64(0) // gone already: it keeps nothing
+	if checkName(name) == nil && unix.Fstatat(a.dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+		st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		ino = st.Ino
+		a.kept[ino]++
+	}
+	a.deferred[name] = ino
+}
+
+// undeferLocked forgets that name was deferred.
+func (a *Area) undeferLocked(name string) {
+	ino, ok := a.deferred[name]
+	if !ok {
+		return
+	}
+	delete(a.deferred, name)
+	if ino == 0 {
+		return
+	}
+	if a.kept[ino]--; a.kept[ino] == 0 {
+		delete(a.kept, ino)
+	}
+}
+
+// KeptForUse returns how many names of inode ino the area holds only
+// for the kernel (Drop deferred them): names no record gives, which a
+// rollback is not to count as the inode's own (package rollback: a
+// tree holding a file git linked to its object name and unlinked from
+// its temporary one, still open, goes aside whole).
+func (a *Area) KeptForUse(ino uint64) uint32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.kept[ino]
 }
 
 // FreeDeferred frees name if Drop deferred it and it is no longer in
 // use.
 func (a *Area) FreeDeferred(name string) error {
 	a.mu.Lock()
-	free := a.deferred[name]
+	_, free := a.deferred[name]
 	if f := a.inUse.Load(); free && f != nil && (*f)(name) {
 		free = false
 	}
 	if free {
-		delete(a.deferred, name)
+		a.undeferLocked(name)
 	}
 	a.mu.Unlock()
 	if !free {

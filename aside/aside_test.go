@@ -165,3 +165,46 @@ func listing(t *testing.T, dirs ...string) string {
 	}
 	return out
 }
+
+// TestKeptForUse: an entry Drop defers while the kernel uses it counts
+// for its inode until it is freed; one freed at once, or never
+// deferred, does not.
+func TestKeptForUse(t *testing.T) {
+	dir := t.TempDir()
+	root := openRoot(t, dir)
+	a := open(t, root, "tok")
+	used := map[string]bool{}
+	a.SetInUse(func(name string) bool { return used[name] })
+	ino := func(name string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Fstatat(a.dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	busy, idle, journaled := moveIn(t, a, root, dir, "busy"), moveIn(t, a, root, dir, "idle"), moveIn(t, a, root, dir, "journaled")
+	busyIno, journaledIno := ino(busy), ino(journaled)
+	used[busy] = true
+	for _, n := range []string{busy, idle} {
+		if err := a.Drop(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Drop(busy) // twice: counted once
+	if got := a.KeptForUse(busyIno); got != 1 {
+		t.Errorf("deferred entry: KeptForUse = %d, want 1", got)
+	}
+	if got := a.KeptForUse(journaledIno); got != 0 {
+		t.Errorf("entry never dropped: KeptForUse = %d, want 0", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, a.Path(idle))); !os.IsNotExist(err) {
+		t.Errorf("entry not in use still there: %v", err)
+	}
+	used[busy] = false
+	if err := a.FreeDeferred(busy); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.KeptForUse(busyIno); got != 0 {
+		t.Errorf("freed entry: KeptForUse = %d, want 0", got)
+	}
+}

@@ -26,7 +26,8 @@ import (
 // directory's own step (so the paths they name stay where they are).
 // The executor still checks, when it gets there, that the directory
 // holds nothing but what those removes name, each inode with no other
-// name outside it (a hard link keeps its link count exact only when
+// name outside it but those the aside area keeps only while the kernel
+// uses the inode (a hard link keeps its link count exact only when
 // moved aside by itself); otherwise it runs the folded steps one by one,
 // exactly as an unfolded plan would, and the directory's own step
 // after them.
@@ -92,10 +93,13 @@ func foldTrees(pl *Plan) {
 
 // renameWithin reports whether s renames one path beneath d to another,
 // bringing nothing back from the aside area: folded into d's remove, it
-// need not run when the whole tree goes aside.
+// need not run when the whole tree goes aside. A target the rename
+// replaced counts only if it was kept aside (Aside): one new in the
+// epoch is gone, with nothing to bring back (git's index.lock renamed
+// over its index).
 func renameWithin(s *Step, d string) bool {
 	prefix := d + "/"
-	return s.Op == opRename && s.Aside == "" && s.Ino2 == 0 &&
+	return s.Op == opRename && s.Aside == "" &&
 		strings.HasPrefix(s.Path, prefix) && strings.HasPrefix(s.Path2, prefix)
 }
 
@@ -129,19 +133,53 @@ func (x *executor) removeTree(s *Step) error {
 }
 
 // holdsOnly reports whether the directory of s holds nothing but the
-// inodes its folded steps remove, none with a name outside it.
+// inodes its folded steps remove, none with a name outside it. A name
+// the aside area keeps only while the kernel uses the inode (a file
+// created and unlinked in the epoch: git's temporary object names, once
+// linked to the object's own) is not one: it is no record's, and stays
+// where it is either way.
 func (x *executor) holdsOnly(s *Step) bool {
 	want := make(map[uint64]bool, len(s.Covers))
 	for _, c := range s.Covers {
 		want[c.Ino] = true
 	}
+	type links struct{ nlink, inTree uint32 }
+	linked := map[uint64]*links{} // inodes with more than one name -> names seen in the tree
 	err := x.env.Tree.Walk(s.Path, func(_ string, st *unix.Stat_t) error {
-		if !want[x.identity(st)] || (st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+		if !want[x.identity(st)] {
 			return errForeign
+		}
+		if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if st.Dev != x.env.RootDev {
+				return errForeign
+			}
+			l := linked[st.Ino]
+			if l == nil {
+				l = &links{nlink: uint32(st.Nlink)}
+				linked[st.Ino] = l
+			}
+			l.inTree++
 		}
 		return nil
 	})
-	return err == nil
+	if err != nil {
+		return false
+	}
+	for ino, l := range linked {
+		if l.nlink != l.inTree+x.keptForUse(ino) {
+			return false
+		}
+	}
+	return true
+}
+
+// keptForUse is how many names of inode ino the aside area keeps only
+// for the kernel (aside.Area.KeptForUse).
+func (x *executor) keptForUse(ino uint64) uint32 {
+	if x.env.Aside == nil {
+		return 0
+	}
+	return x.env.Aside.KeptForUse(ino)
 }
 
 var errForeign = skipError{reason: reasonNotEmpty}

@@ -63,6 +63,42 @@ func TestRollbackTreeInOneRename(t *testing.T) {
 	}
 }
 
+// TestRollbackTreeGitLike: a tree made as git makes its repository —
+// objects written to a temporary name, linked to their own and the
+// temporary name removed, the index replaced by a rename over it — also
+// goes aside whole: a rename within the tree that replaced a file new in
+// the turn brings nothing back.
+func TestRollbackTreeGitLike(t *testing.T) {
+	w := newWS(t)
+	w.put("old", "old")
+	before := w.snapshot()
+	t1 := w.turn(func() {
+		w.mkdir("repo")
+		w.mkdir("repo/.git")
+		w.mkdir("repo/.git/objects")
+		for i := range 4 {
+			d := fmt.Sprintf("repo/.git/objects/%02x", i)
+			w.mkdir(d)
+			w.create(d+"/tmp_obj", fmt.Sprint("object ", i))
+			w.link(d+"/tmp_obj", fmt.Sprintf("%s/%038d", d, i))
+			w.remove(d + "/tmp_obj")
+		}
+		for i := range 3 {
+			w.create("repo/.git/index.lock", fmt.Sprint("index ", i))
+			w.rename("repo/.git/index.lock", "repo/.git/index", 0)
+		}
+		w.create("repo/main.go", "package main")
+	})
+	after := w.snapshot()
+	out := w.rollback(t1, false)
+	w.same("after the rollback", before)
+	if n := w.groupRemoves(out.Rollback); n != 1 {
+		t.Errorf("the rollback moved %d entries aside, want 1 (the tree)", n)
+	}
+	w.unrevert(false)
+	w.same("after the unrevert", after)
+}
+
 // TestRollbackTreeOneByOne: a created tree that holds something no
 // rolled-back change made, or an inode with a name outside it, is not
 // moved whole: its entries go one by one and the foreign ones stay.

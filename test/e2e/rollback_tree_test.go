@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // asideEntries counts what the backing directory's aside area holds.
@@ -76,4 +77,54 @@ func TestRollbackCreatedTree(t *testing.T) {
 	if _, err := os.Stat(w.path("node_modules/pkg1")); !os.IsNotExist(err) {
 		t.Errorf("the rest of the created tree is still there: %v", err)
 	}
+}
+
+// TestRollbackGitRepositoryInOneRename: a turn that made a git
+// repository (objects written under a temporary name, linked to their
+// own and unlinked; the index renamed over itself) is undone by moving
+// the repository's tree aside whole, like any tree the turn created —
+// the aside area's own names for the unlinked temporary files, kept
+// while the kernel knows them, are not names the tree must account
+// for. Before, every object and directory went aside one by one.
+func TestRollbackGitRepositoryInOneRename(t *testing.T) {
+	testenv.NeedTool(t, "git")
+	w := newWorkspace(t)
+	w.mnt = filepath.Join(filepath.Dir(w.dir), "view") // to see the aside area
+	os.Mkdir(w.mnt, 0o755)
+	w.seed(map[string]string{"keep.txt": "kept\n"})
+	w.mount()
+	before := snapshot(t, w.mnt)
+
+	w.cowfs("turn", "begin")
+	w.sh(`mkdir repo && cd repo && for i in $(seq 40); do echo "file $i" > f$i.txt; done
+git init -q && git add -A && git -c user.name=t -c user.email=t@localhost commit -qm one
+echo more >> f1.txt && git add -A && git -c user.name=t -c user.email=t@localhost commit -qm two`)
+	w.cowfs("turn", "end")
+	after := snapshot(t, w.mnt)
+
+	dirsAside := func() int {
+		es, err := os.ReadDir(filepath.Join(w.dir, ".cowfs", "aside"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.IsDir() {
+				n++
+			}
+		}
+		return n
+	}
+	held := dirsAside()
+	res := w.rollback("1")
+	if res.Counts.Skipped != 0 || res.Counts.Deleted < 40 {
+		t.Errorf("rollback counts: %+v", res.Counts)
+	}
+	sameTree(t, w.mnt, before, "after rolling back the repository")
+	if got := dirsAside() - held; got != 1 {
+		t.Errorf("the rollback put %d directories aside, want 1 (the repository's tree)", got)
+	}
+	w.cowfsJSON(new(ctl.RollbackResult), "unrevert")
+	sameTree(t, w.mnt, after, "after unrevert")
+	w.sh(`cd repo && git -c user.name=t -c user.email=t@localhost log --oneline | wc -l | grep -qx 2 && git fsck --no-progress 2>&1 | grep -v "^dangling" | (! grep .)`)
 }
