@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 	"golang.org/x/sys/unix"
 )
@@ -83,6 +84,15 @@ type planner struct {
 	force  bool
 	idents map[string]uint64 // identity today of a backing path, cached
 	types  map[string]uint32
+	stat   *backing.Stater // reads those, planning and reporting
+}
+
+// done lets go of what planning held open.
+func (p *planner) done() {
+	if p.stat != nil {
+		p.stat.Close()
+		p.stat = nil
+	}
 }
 
 // build plans undoing recs (newest first).
@@ -324,7 +334,10 @@ func (p *planner) identity(e entry) (uint64, bool) {
 	if id, ok := p.idents[e.loc]; ok {
 		return id, id != 0
 	}
-	st, err := p.env.Tree.Lstat(e.loc)
+	if p.stat == nil {
+		p.stat = p.env.Tree.NewStater()
+	}
+	st, err := p.stat.Lstat(e.loc)
 	if err != nil {
 		p.idents[e.loc] = 0
 		return 0, false

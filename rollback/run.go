@@ -68,12 +68,14 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 		return nil, err
 	}
 	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }}
+	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {
 		return nil, err
 	}
 	plan.Target, plan.From, plan.To = target.Num, target.StartSeq, to
 	plan.Report = p.report(plan, recs)
+	p.done()
 	out := &Outcome{Target: target.Num, DryRun: dryRun, Report: plan.Report, Counts: Count(plan.Report), Complete: true}
 	if dryRun {
 		return out, nil
@@ -280,6 +282,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	}
 	group := rb.ID
 	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Group == group }}
+	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {
 		return nil, err
