@@ -87,7 +87,9 @@ func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
 	} else if len(ts) > 0 {
 		windowStart = ts[0].StartSeq
 	}
-	sc := &scan{s: s, g: g, obs: obs, ex: ex, windowStart: windowStart, set: map[string]journal.Fingerprint{}}
+	sc := &scan{s: s, g: g, obs: obs, ex: ex, windowStart: windowStart, set: map[string]journal.Fingerprint{},
+		stat: s.tree.NewStater()}
+	defer sc.stat.Close()
 	seen := map[string]bool{}
 	err = s.j.EachFingerprint(func(p string, old journal.Fingerprint) error {
 		if _, ok := ex.last[p]; ok {
@@ -123,13 +125,14 @@ type scan struct {
 	set         map[string]journal.Fingerprint
 	drop        []string
 	found       []Found
+	stat        *backing.Stater // the fingerprints come in path order: a directory at a time
 }
 
 // check compares tracked path p (fingerprint old; had is false for a
 // path records name for the first time) with what is there now.
 func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
 	s, ex := sc.s, sc.ex
-	cur, st, err := s.fingerprint(p)
+	cur, st, err := s.fingerprint(sc.stat, p)
 	if err != nil {
 		// Not a conflict to guess about: the path cannot be checked (a
 		// symlink on the way, an I/O error). Keep the old fingerprint;
@@ -195,9 +198,10 @@ var causeName = map[journal.Cause]string{
 	journal.CauseOutsideReplaced: "replaced",
 }
 
-// fingerprint stats p; a missing path has Type 0. st is nil then.
-func (s *Scanner) fingerprint(p string) (journal.Fingerprint, *unix.Stat_t, error) {
-	st, err := s.tree.Lstat(p)
+// fingerprint stats p with stat; a missing path has Type 0. st is nil
+// then.
+func (s *Scanner) fingerprint(stat *backing.Stater, p string) (journal.Fingerprint, *unix.Stat_t, error) {
+	st, err := stat.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return journal.Fingerprint{}, nil, nil
 	}
@@ -344,8 +348,10 @@ func (s *Scanner) Accept(paths []string) error {
 		return err
 	}
 	set := map[string]journal.Fingerprint{}
+	stat := s.tree.NewStater()
+	defer stat.Close()
 	for q, old := range tracked {
-		cur, _, err := s.fingerprint(q)
+		cur, _, err := s.fingerprint(stat, q)
 		if err != nil {
 			continue
 		}
