@@ -137,34 +137,59 @@ func agentWorkloads(c *config, t target, dir string, step func(w, dir string, en
 		fmt.Println("fio is not installed: random writes not measured")
 	}
 	if a.npmProject != "" {
-		proj := filepath.Join(dir, "npm")
-		os.MkdirAll(proj, 0o755)
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			b, err := os.ReadFile(filepath.Join(a.npmProject, f))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(proj, f), b, 0o644); err != nil {
-				return err
-			}
-		}
-		if err := step(wNpm, proj, nil, "npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--cache", a.npmCache); err != nil {
+		if err := npmCI(c, filepath.Join(dir, "npm"), func(dir string, env []string, name string, args ...string) error {
+			return step(wNpm, dir, env, name, args...)
+		}); err != nil {
 			return err
 		}
 	}
 	if a.goTree != "" {
-		tree := filepath.Join(dir, "gobuild")
-		cache := filepath.Join(tree, ".gocache")
-		os.MkdirAll(cache, 0o755)
-		for tarball, into := range map[string]string{a.goTree: tree, a.goCache: cache} {
-			if b, err := exec.Command("tar", "-C", into, "-xf", tarball).CombinedOutput(); err != nil {
-				return fmt.Errorf("tar -x %s: %v: %s", tarball, err, b)
-			}
-		}
-		env := []string{"GOCACHE=" + cache, "GOFLAGS=-mod=vendor", "GOPROXY=off", "GOTOOLCHAIN=local"}
-		if err := step(wGoBuild, tree, env, "go", "build", "-o", "cowfs.bin", "./cmd/cowfs"); err != nil {
+		if err := goBuild(c, filepath.Join(dir, "gobuild"), func(dir string, env []string, name string, args ...string) error {
+			return step(wGoBuild, dir, env, name, args...)
+		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runner runs a command in dir with env added to the environment.
+type runner func(dir string, env []string, name string, args ...string) error
+
+// untimed is the runner that only runs the command.
+func untimed(dir string, env []string, name string, args ...string) error {
+	_, err := timedEnv(dir, env, name, args...)
+	return err
+}
+
+// npmCI installs the prepared project's dependencies into proj with
+// run, from the warmed cache.
+func npmCI(c *config, proj string, run runner) error {
+	a := &c.agent
+	os.MkdirAll(proj, 0o755)
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(a.npmProject, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(proj, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return run(proj, nil, "npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--cache", a.npmCache)
+}
+
+// goBuild unpacks the module and its GOCACHE into tree and builds it
+// there with run.
+func goBuild(c *config, tree string, run runner) error {
+	a := &c.agent
+	cache := filepath.Join(tree, ".gocache")
+	os.MkdirAll(cache, 0o755)
+	for tarball, into := range map[string]string{a.goTree: tree, a.goCache: cache} {
+		if b, err := exec.Command("tar", "-C", into, "-xf", tarball).CombinedOutput(); err != nil {
+			return fmt.Errorf("tar -x %s: %v: %s", tarball, err, b)
+		}
+	}
+	env := []string{"GOCACHE=" + cache, "GOFLAGS=-mod=vendor", "GOPROXY=off", "GOTOOLCHAIN=local"}
+	return run(tree, env, "go", "build", "-o", "cowfs.bin", "./cmd/cowfs")
 }

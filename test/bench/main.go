@@ -5,6 +5,7 @@
 //	go run ./test/bench -quick     # src/crypto, 256 MiB, about 5 minutes
 //	go run ./test/bench -only storage   # the journal: bytes and time per turn
 //	go run ./test/bench -only memory    # the daemon's peak RSS per workload
+//	go run ./test/bench -only realturns # rollbacks of untar+git, npm ci, go build turns
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
 // workload on each target in turn, run after run, prints medians and
@@ -48,7 +49,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
-	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, storage, memory)")
+	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, realturns, storage, memory)")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
 	if err := run(&c); err != nil {
@@ -77,22 +78,27 @@ func run(c *config) error {
 		return err
 	}
 	r := &results{Machine: machine(), Quick: c.quick, Runs: c.runs, Started: time.Now().UTC()}
-	if c.only == "" || strings.Contains(c.only, "fs") {
+	if c.wants("fs") {
 		if err := fsSuite(c, r); err != nil {
 			return err
 		}
 	}
-	if c.only == "" || strings.Contains(c.only, "turns") {
+	if c.wants("turns") {
 		if err := turnSuite(c, r); err != nil {
 			return err
 		}
 	}
-	if c.only == "" || strings.Contains(c.only, "storage") {
+	if c.wants("realturns") {
+		if err := realTurns(c, r); err != nil {
+			return err
+		}
+	}
+	if c.wants("storage") {
 		if err := storageSuite(c, r); err != nil {
 			return err
 		}
 	}
-	if c.only == "" || strings.Contains(c.only, "memory") {
+	if c.wants("memory") {
 		if err := memorySuite(c, r); err != nil {
 			return err
 		}
@@ -131,10 +137,23 @@ func prepare(c *config) error {
 	if b, err := exec.Command("tar", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("tar: %v: %s", err, b)
 	}
-	if c.only == "" || strings.Contains(c.only, "fs") {
+	if c.wants("fs") || c.wants("realturns") {
 		prepareAgent(c)
 	}
 	return nil
+}
+
+// wants says whether suite is to run: -only names it, or is not given.
+func (c *config) wants(suite string) bool {
+	if c.only == "" {
+		return true
+	}
+	for _, s := range strings.Split(c.only, ",") {
+		if strings.TrimSpace(s) == suite {
+			return true
+		}
+	}
+	return false
 }
 
 func machine() string {

@@ -14,7 +14,7 @@ type measurement struct {
 	Target   string  `json:"target"`
 	Run      int     `json:"run"`
 	Value    float64 `json:"value"`
-	Unit     string  `json:"unit"` // s, MiB, ms (CPU time) or req (FUSE requests)
+	Unit     string  `json:"unit"` // s, MiB, ms (CPU time), req (FUSE requests) or paths
 	// Ops splits FUSE requests by operation.
 	Ops map[string]uint64 `json:"ops,omitempty"`
 }
@@ -137,6 +137,8 @@ func (r *results) print(w io.Writer) {
 					fmt.Fprintf(w, " %.0f MiB |", m.Value)
 				case m.Unit == "KiB":
 					fmt.Fprintf(w, " %s |", kib(m.Value))
+				case m.Unit == "paths":
+					fmt.Fprintf(w, " %.0f |", m.Value)
 				case m.Ratio != 0 && t != "native":
 					fmt.Fprintf(w, " %s (%.2f×) |", seconds(m.Value), m.Ratio)
 				default:

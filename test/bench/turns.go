@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -119,19 +118,11 @@ func gitTurns(c *config, r *results, base, ws string, n int) error {
 }
 
 func cowfsTurns(c *config, r *results, base, ws string, n int) error {
-	cw := &cowfs{bin: c.cowfs, state: filepath.Join(base, "state"), mnt: filepath.Join(base, "view")}
-	os.MkdirAll(cw.mnt, 0o755)
-	if _, err := cw.run("mount", "--background", "--mountpoint", cw.mnt, ws); err != nil {
-		return err
-	}
-	defer cw.teardown()
-	out, err := cw.run("-w", cw.mnt, "status", "--json")
+	cw, cl, err := mountAt(c, base, ws)
 	if err != nil {
 		return err
 	}
-	var st ctl.Status
-	json.Unmarshal(out, &st)
-	cl := ctl.NewClient(st.Socket)
+	defer cw.teardown()
 	ctx := context.Background()
 	rollback := func(t ctl.Turn) (time.Duration, error) {
 		start := time.Now()
