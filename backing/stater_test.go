@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestStater: a Stater stats what Lstat stats, a directory at a time,
-// never following a link — neither the last component nor a directory
-// on the way out of the root.
+// TestStater: a Stater stats what Lstat stats, from the directories it
+// keeps open, never following a link — neither the last component nor
+// a directory on the way out of the root.
 func TestStater(t *testing.T) {
 	top := t.TempDir()
 	root, outside := filepath.Join(top, "root"), filepath.Join(top, "outside")

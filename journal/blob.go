@@ -55,7 +55,7 @@ func blobKey(id uint64, kind byte, version, part uint32) []byte {
 // putBlob stores data as version of blob kind of rollback id, and
 // returns its ref (putBlobFrom).
 func (j *Journal) putBlob(id uint64, kind byte, version uint32, data []byte) (blobRef, error) {
-	return j.putBlobFrom(id, kind, version, PlanBytes(data))
+	return j.putBlobFrom(id, kind, version, planBytes(data))
 }
 
 // putBlobFrom stores what write writes as version of blob kind of
@@ -77,8 +77,8 @@ func (j *Journal) putBlobFrom(id uint64, kind byte, version uint32, write PlanWr
 // PlanWriter writes a rollback's plan (JSON, package rollback) to w.
 type PlanWriter func(w io.Writer) error
 
-// PlanBytes is the PlanWriter of a plan already encoded.
-func PlanBytes(b []byte) PlanWriter {
+// planBytes is the PlanWriter of bytes already encoded.
+func planBytes(b []byte) PlanWriter {
 	return func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err

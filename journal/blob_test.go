@@ -38,7 +38,7 @@ func TestLargePlan(t *testing.T) {
 	}
 	r := &Rollback{Target: 1, From: 1, To: 2, Skipped: skipped, Started: time.Now()}
 	g := j.Exclusive()
-	err = j.NewRollback(r, PlanBytes(plan.Bytes()))
+	err = j.NewRollback(r, planBytes(plan.Bytes()))
 	g.Leave()
 	if err != nil {
 		t.Fatalf("store a 24 MiB plan: %v", err)
@@ -61,7 +61,7 @@ func TestLargePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(j, "after a progress save")
-	if err := j.SaveRollback(r, PlanBytes([]byte(`{"steps":[]}`))); err != nil {
+	if err := j.SaveRollback(r, planBytes([]byte(`{"steps":[]}`))); err != nil {
 		t.Fatal(err)
 	}
 	plan.Reset()
@@ -115,7 +115,7 @@ func TestFormat2Rollback(t *testing.T) {
 	}
 	// Saved again, it moves to parts and the old value goes.
 	rb := rbs[0]
-	if err := j.SaveRollback(&rb, PlanBytes(plan)); err != nil {
+	if err := j.SaveRollback(&rb, planBytes(plan)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := j.RollbackPlan(4); err != nil || string(got) != string(plan) {
@@ -144,7 +144,7 @@ func TestPlanPartsSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Rollback{Target: 1, From: 1, To: 2, Started: time.Now()}
-	if err := j.NewRollback(r, PlanBytes([]byte("plan"))); err != nil {
+	if err := j.NewRollback(r, planBytes([]byte("plan"))); err != nil {
 		t.Fatal(err)
 	}
 	// A crash after the parts of version 2 (and those of a rollback

@@ -50,7 +50,7 @@ func newSettleCase(t *testing.T, n int) *settleCase {
 	g := c.j.Exclusive()
 	c.rb = &Rollback{Target: c.t2.Num, From: c.t2.StartSeq, To: c.j.NextSeq(), Skipped: []uint64{c.skipped},
 		Reverted: []uint64{c.t2.Num}, Started: now}
-	if err := c.j.NewRollback(c.rb, PlanBytes([]byte("{}"))); err != nil {
+	if err := c.j.NewRollback(c.rb, planBytes([]byte("{}"))); err != nil {
 		t.Fatal(err)
 	}
 	own := &Record{Kind: KindRemove, Path: "undone0", Group: c.rb.ID}

@@ -376,10 +376,7 @@ func (x *executor) exchange(s *Step) error {
 
 // record reads the whole record a step undoes (records.go).
 func (x *executor) record(seq uint64) (*journal.Record, error) {
-	if x.records.j == nil {
-		x.records.j = x.env.Journal
-	}
-	return x.records.get(seq)
+	return x.records.get(x.env.Journal, seq)
 }
 
 // inPlace returns the record an in-place step undoes and the stat of

@@ -365,7 +365,7 @@ type planHead struct {
 	Skipped []uint64 `json:"skipped,omitempty"`
 }
 
-// stored writes the plan as its JSON — what json.Marshal would write —
+// stored writes the plan as JSON that decodes as json.Marshal's does,
 // a step and a path at a time, so that storing a plan of 150,000 steps
 // (24 MB) holds a few KiB of it at once, not all of it and then some.
 func (pl *Plan) stored() journal.PlanWriter {

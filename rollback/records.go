@@ -14,23 +14,22 @@ const recordWindow = 512
 // record above the window) is looked up alone, so an order the plan
 // did not promise costs no more than before.
 type records struct {
-	j      *journal.Journal
 	window map[uint64]*journal.Record
 	lo     uint64 // the window read reaches down to lo
 	read   bool
 }
 
-func (rs *records) get(seq uint64) (*journal.Record, error) {
+func (rs *records) get(j *journal.Journal, seq uint64) (*journal.Record, error) {
 	if r, ok := rs.window[seq]; ok {
 		delete(rs.window, seq)
 		return r, nil
 	}
 	if rs.read && seq >= rs.lo {
-		return rs.j.Record(seq) // out of order, or not in the journal (its error)
+		return j.Record(seq) // out of order, or not in the journal (its error)
 	}
 	lo := seq - min(seq, recordWindow-1)
 	rs.window = make(map[uint64]*journal.Record, recordWindow)
-	err := rs.j.Scan(lo, seq+1, true, func(r *journal.Record) error {
+	err := j.Scan(lo, seq+1, true, func(r *journal.Record) error {
 		rs.window[r.Seq] = r
 		return nil
 	})
@@ -42,5 +41,5 @@ func (rs *records) get(seq uint64) (*journal.Record, error) {
 		delete(rs.window, seq)
 		return r, nil
 	}
-	return rs.j.Record(seq)
+	return j.Record(seq)
 }

@@ -22,10 +22,10 @@ func TestRecordsReadAhead(t *testing.T) {
 			seqs = append(seqs, rec.Seq)
 		}
 	})
-	rs := &records{j: w.j}
+	rs := &records{}
 	check := func(seq uint64) {
 		t.Helper()
-		r, err := rs.get(seq)
+		r, err := rs.get(w.j, seq)
 		if err != nil {
 			t.Fatalf("record %d: %v", seq, err)
 		}
@@ -44,7 +44,7 @@ func TestRecordsReadAhead(t *testing.T) {
 			check(seqs[i])           // again
 		}
 	}
-	if _, err := rs.get(seqs[len(seqs)-1] + 1000); err == nil {
+	if _, err := rs.get(w.j, seqs[len(seqs)-1]+1000); err == nil {
 		t.Fatal("a record the journal does not hold was found")
 	}
 }

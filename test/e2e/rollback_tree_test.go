@@ -10,25 +10,46 @@ import (
 	"github.com/cowfs/cowfs/test/testenv"
 )
 
-// asideEntries counts what the backing directory's aside area holds.
-func asideEntries(t *testing.T, backing string) int {
+// aside lists what the backing directory's aside area holds.
+func aside(t *testing.T, backing string) []os.DirEntry {
 	t.Helper()
 	es, err := os.ReadDir(filepath.Join(backing, ".cowfs", "aside"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(es)
+	return es
+}
+
+// asideEntries counts what the aside area holds.
+func asideEntries(t *testing.T, backing string) int { return len(aside(t, backing)) }
+
+// asideDirs counts the directories the aside area holds.
+func asideDirs(t *testing.T, backing string) int {
+	n := 0
+	for _, e := range aside(t, backing) {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n
+}
+
+// mountBeside mounts a workspace seeded with seed at a mountpoint beside
+// its backing directory (not over it), so the aside area can be seen.
+func mountBeside(t *testing.T, seed map[string]string) *workspace {
+	w := newWorkspace(t)
+	w.mnt = filepath.Join(filepath.Dir(w.dir), "view")
+	os.Mkdir(w.mnt, 0o755)
+	w.seed(seed)
+	w.mount()
+	return w
 }
 
 // A tree a turn created goes aside whole, in one rename, and comes back
 // whole on unrevert; a created tree that also holds something no
 // rolled-back turn made is undone entry by entry, keeping that.
 func TestRollbackCreatedTree(t *testing.T) {
-	w := newWorkspace(t)
-	w.mnt = filepath.Join(filepath.Dir(w.dir), "view") // to see the aside area
-	os.Mkdir(w.mnt, 0o755)
-	w.seed(map[string]string{"keep.txt": "kept\n"})
-	w.mount()
+	w := mountBeside(t, map[string]string{"keep.txt": "kept\n"})
 	before := snapshot(t, w.mnt)
 
 	w.cowfs("turn", "begin")
@@ -88,11 +109,7 @@ func TestRollbackCreatedTree(t *testing.T) {
 // for. Before, every object and directory went aside one by one.
 func TestRollbackGitRepositoryInOneRename(t *testing.T) {
 	testenv.NeedTool(t, "git")
-	w := newWorkspace(t)
-	w.mnt = filepath.Join(filepath.Dir(w.dir), "view") // to see the aside area
-	os.Mkdir(w.mnt, 0o755)
-	w.seed(map[string]string{"keep.txt": "kept\n"})
-	w.mount()
+	w := mountBeside(t, map[string]string{"keep.txt": "kept\n"})
 	before := snapshot(t, w.mnt)
 
 	w.cowfs("turn", "begin")
@@ -102,29 +119,16 @@ echo more >> f1.txt && git add -A && git -c user.name=t -c user.email=t@localhos
 	w.cowfs("turn", "end")
 	after := snapshot(t, w.mnt)
 
-	dirsAside := func() int {
-		es, err := os.ReadDir(filepath.Join(w.dir, ".cowfs", "aside"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, e := range es {
-			if e.IsDir() {
-				n++
-			}
-		}
-		return n
-	}
-	held := dirsAside()
+	held := asideDirs(t, w.dir)
 	res := w.rollback("1")
 	if res.Counts.Skipped != 0 || res.Counts.Deleted < 40 {
 		t.Errorf("rollback counts: %+v", res.Counts)
 	}
 	sameTree(t, w.mnt, before, "after rolling back the repository")
-	if got := dirsAside() - held; got != 1 {
+	if got := asideDirs(t, w.dir) - held; got != 1 {
 		t.Errorf("the rollback put %d directories aside, want 1 (the repository's tree)", got)
 	}
 	w.cowfsJSON(new(ctl.RollbackResult), "unrevert")
 	sameTree(t, w.mnt, after, "after unrevert")
-	w.sh(`cd repo && git -c user.name=t -c user.email=t@localhost log --oneline | wc -l | grep -qx 2 && git fsck --no-progress 2>&1 | grep -v "^dangling" | (! grep .)`)
+	w.sh(`cd repo && git log --oneline | wc -l | grep -qx 2 && git fsck --no-progress 2>&1 | grep -v "^dangling" | (! grep .)`)
 }
