@@ -19,6 +19,7 @@ import (
 var _ = (gofs.NodeGetattrer)((*Node)(nil))
 
 func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.saw(ctx)
 	st, e := n.stat()
 	if e != 0 {
 		return e
@@ -30,6 +31,7 @@ func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 var _ = (gofs.NodeStatxer)((*Node)(nil))
 
 func (n *Node) Statx(ctx context.Context, f gofs.FileHandle, flags, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	n.saw(ctx)
 	fd, done, e := n.inode()
 	if e != 0 {
 		return e

@@ -76,6 +76,7 @@ func (n *Node) opensOwn() bool {
 var _ = (gofs.NodeReader)((*Node)(nil))
 
 func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.saw(ctx)
 	fd, done, e := n.ioFile(syscall.O_RDONLY)
 	if e != 0 {
 		return nil, e

@@ -3,11 +3,15 @@ package fs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +20,17 @@ import (
 // The /proc scan runs only if a record needs the answer.
 func (n *Node) writer() *who {
 	dev, ino := n.fs.dev.Load(), n.StableAttr().Ino
-	return &who{find: func() uint32 { return mapperWithin(dev, ino) }}
+	return &who{find: func() uint32 { return mapperWithin(dev, ino, n.caller.Load()) }}
+}
+
+// saw notes the thread behind a request on n (lookup, stat, read) as
+// the first candidate for its mapper: a process maps a file it has just
+// opened, and opening it stats it. One atomic load on the hot path; a
+// store only when the caller changes.
+func (n *Node) saw(ctx context.Context) {
+	if fc, ok := fuse.FromContext(ctx); ok && fc.Pid != 0 && n.caller.Load() != fc.Pid {
+		n.caller.Store(fc.Pid)
+	}
 }
 
 // mapperWait bounds how long a request waits for the /proc scan.
@@ -32,9 +46,10 @@ const mapperWait = time.Second
 // processes do not pile up; a request finding no slot records pid 0.
 var scans = make(chan struct{}, 4)
 
-// mapperWithin is mapper, giving up (0) after mapperWait or when too many
-// scans are still running.
-func mapperWithin(dev, ino uint64) uint32 {
+// mapperWithin is the mapper of inode ino on device dev (scanMaps),
+// giving up (0) after mapperWait or when too many scans are still
+// running.
+func mapperWithin(dev, ino uint64, hint uint32) uint32 {
 	select {
 	case scans <- struct{}{}:
 	default:
@@ -43,7 +58,7 @@ func mapperWithin(dev, ino uint64) uint32 {
 	found := make(chan uint32, 1)
 	go func() {
 		defer func() { <-scans }()
-		found <- mapper(dev, ino)
+		scanMaps(dev, ino, hint, found)
 	}()
 	select {
 	case pid := <-found:
@@ -53,31 +68,69 @@ func mapperWithin(dev, ino uint64) uint32 {
 	}
 }
 
-// mapper returns a process that has inode ino of the filesystem on
-// device dev mapped, from /proc/*/maps, or 0 if none has (it may have
-// unmapped the file and exited before the kernel flushed its pages).
-// Other than the daemon itself.
-func mapper(dev, ino uint64) uint32 {
-	if dev == 0 {
-		return 0
-	}
+// scanMaps sends on found, once, a process that has inode ino of the
+// filesystem on device dev mapped, from /proc/*/maps, or 0 if none has
+// (it may have unmapped the file and exited before the kernel flushed
+// its pages), other than the daemon itself. It returns when every read
+// of a maps file it started has returned, which can be long after it
+// sent.
+//
+// The hint (the thread that last looked up, stat'ed or read the file:
+// Node.saw) is asked first. Then every process is, scanWorkers at once:
+// reading a process's maps waits for its memory-map lock, which a
+// process stuck in a page fault on some FUSE mount — any mount, not
+// only this one — holds for as long as that mount's daemon takes. Asked
+// one by one, one such process would hold up the answer past
+// mapperWait for every process after it.
+func scanMaps(dev, ino uint64, hint uint32, found chan<- uint32) {
 	want := []byte(fmt.Sprintf(" %02x:%02x %d ", unix.Major(dev), unix.Minor(dev), ino))
+	if dev == 0 {
+		found <- 0
+		return
+	}
+	if hint != 0 && maps(int(hint), want) {
+		found <- hint
+		return
+	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		found <- 0
+		return
 	}
 	self := os.Getpid()
+	var hit atomic.Bool
+	pids := make(chan int)
+	var readers sync.WaitGroup
+	for range scanWorkers {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for pid := range pids {
+				if !hit.Load() && maps(pid, want) && hit.CompareAndSwap(false, true) {
+					found <- uint32(pid)
+				}
+			}
+		}()
+	}
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == self {
+		if err != nil || pid == self || pid == int(hint) {
 			continue
 		}
-		if maps(pid, want) {
-			return uint32(pid)
+		if hit.Load() {
+			break
 		}
+		pids <- pid
 	}
-	return 0
+	close(pids)
+	readers.Wait()
+	if !hit.Load() {
+		found <- 0
+	}
 }
+
+// scanWorkers is how many processes' maps mapper reads at once.
+const scanWorkers = 8
 
 // maps reports whether a line of /proc/pid/maps contains want (the
 // device and inode fields, space-separated).

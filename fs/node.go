@@ -32,6 +32,11 @@ type Node struct {
 
 	// fd caches a descriptor of the node's inode (handle.go).
 	fd nodeFd
+
+	// caller is the thread behind the latest request on the node that
+	// named one: the first guess at who flushes a shared mapping of it
+	// (mapper.go).
+	caller atomic.Uint32
 }
 
 // filesystem is what every node of one mount shares.
@@ -206,6 +211,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		// fresh one: their paths would go stale. Reviving the old
 		// object keeps one object per inode.
 		ch = old
+	}
+	if cn, ok := ch.Operations().(*Node); ok {
+		cn.saw(ctx)
 	}
 	return ch, 0
 }
