@@ -93,6 +93,7 @@ func (p *planner) done() {
 		p.stat.Close()
 		p.stat = nil
 	}
+	p.idents, p.types = nil, nil // a map entry per path planned: not needed to run the plan
 }
 
 // build plans undoing recs (newest first).

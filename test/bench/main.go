@@ -34,6 +34,7 @@ type config struct {
 	out      string
 	work     string
 	only     string
+	scenario string // memory scenarios to run: those whose name contains it
 	profile  string // directory for cowfs CPU profiles
 	cowfs    string // built binary
 	loopback string // built go-fuse example
@@ -50,6 +51,7 @@ func main() {
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
 	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, realturns, storage, memory)")
+	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
 	if err := run(&c); err != nil {
