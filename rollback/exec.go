@@ -29,6 +29,7 @@ type executor struct {
 
 	skipped []uint64          // steps skipped for a conflict found at run time
 	reasons map[string]string // path -> why it was skipped
+	why     map[uint64]string // record -> why its step was skipped
 
 	// progress, if set, stores that the steps before next are done,
 	// after each step (see saveProgress).
@@ -54,22 +55,27 @@ func (e skipError) Error() string {
 // running them would report conflicts that are only its consequence.
 // run returns the index of the failed step and its error, or -1 and nil.
 func (x *executor) run(plan *Plan, from int) (int, error) {
-	x.reasons = map[string]string{}
-	for i := from; i < len(plan.Steps); i++ {
-		s := &plan.Steps[i]
+	x.reasons, x.why = map[string]string{}, map[uint64]string{}
+	n, failed := plan.numSteps(), from
+	err := plan.eachStep(from, func(i int, s *Step) error {
+		failed = i
 		if err := x.do(s); err != nil {
-			return i, err
+			return err
 		}
 		// A step the plan skips does nothing: running it again after a
 		// crash is harmless, so its progress need not be stored.
-		if x.progress != nil && (s.Skip == "" && s.Op != "" || i == len(plan.Steps)-1) {
+		if x.progress != nil && (s.Skip == "" && s.Op != "" || i == n-1) {
 			if err := x.progress(i + 1); err != nil {
-				return i, err // done; a retry finds it done
+				return err // done; a retry finds it done
 			}
 		}
 		if h := x.env.AfterStep; h != nil {
 			h(i + 1)
 		}
+		return nil
+	})
+	if err != nil {
+		return failed, err
 	}
 	return -1, nil
 }
@@ -100,6 +106,9 @@ func (x *executor) do(s *Step) error {
 		if p != "" && !aside.Private(p) && x.reasons[p] == "" {
 			x.reasons[p] = se.reason
 		}
+	}
+	if x.why[s.Seq] = x.reasons[stepPath(s)]; x.why[s.Seq] == "" {
+		x.why[s.Seq] = reasonMismatch
 	}
 	return nil
 }

@@ -61,6 +61,53 @@ type Plan struct {
 	Skipped []uint64 `json:"skipped,omitempty"`
 	// Report is what the plan does to each path.
 	Report []PathAction `json:"report"`
+
+	// Packed holds the steps instead of Steps once the plan runs, and
+	// in a stored plan (packed.go); skips are the reasons, by record,
+	// of steps found skipped at run time (learn).
+	Packed *packed `json:"packed,omitempty"`
+	skips  map[uint64]string
+}
+
+// pack moves the plan's steps into packed form, for its run.
+func (pl *Plan) pack() {
+	if pl.Packed == nil {
+		pl.Packed, pl.Steps = pack(pl.Steps), nil
+	} else {
+		pl.Steps = nil // a stored plan of format 4 has both, Steps empty
+	}
+}
+
+// numSteps is how many steps the plan has.
+func (pl *Plan) numSteps() int {
+	if pl.Packed != nil {
+		return pl.Packed.N
+	}
+	return len(pl.Steps)
+}
+
+// eachStep calls fn with the plan's steps from index from on, in order,
+// with the skips learnt at run time applied, and stops at fn's first
+// error.
+func (pl *Plan) eachStep(from int, fn func(i int, s *Step) error) error {
+	learnt := func(s *Step) {
+		if r, ok := pl.skips[s.Seq]; ok && s.Skip == "" {
+			s.Skip = r
+		}
+	}
+	if pl.Packed != nil {
+		return pl.Packed.each(from, func(i int, s *Step) error {
+			learnt(s)
+			return fn(i, s)
+		})
+	}
+	for i := from; i < len(pl.Steps); i++ {
+		learnt(&pl.Steps[i])
+		if err := fn(i, &pl.Steps[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Reasons a step is skipped.
@@ -100,7 +147,14 @@ func (p *planner) done() {
 func (p *planner) build(recs []rec) (*Plan, error) {
 	p.idents, p.types = map[string]uint64{}, map[string]uint32{}
 	conflictIno, conflictPath := p.conflicts(recs)
-	pl := &Plan{Force: p.force}
+	changes := 0
+	for i := range recs {
+		if recs[i].Kind != journal.KindEvent {
+			changes++
+		}
+	}
+	// At most a step a change: sized once, never grown and copied.
+	pl := &Plan{Force: p.force, Steps: make([]Step, 0, changes)}
 	now := newPast(p.asidePath)
 	for i := range recs {
 		r := &recs[i]
@@ -154,8 +208,16 @@ func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 	if p.force {
 		return inos, paths
 	}
-	past := newPast(p.asidePath)
+	// The namespace is followed back only as far as the oldest such
+	// change: most rollbacks have none, and build no past here at all.
+	last := -1
 	for i := range recs {
+		if !p.undoes(&recs[i]) && recs[i].Kind != journal.KindEvent {
+			last = i
+		}
+	}
+	past := newPast(p.asidePath)
+	for i := range recs[:last+1] {
 		r := &recs[i]
 		if !p.undoes(r) && r.Kind != journal.KindEvent {
 			why := reasonOutside
@@ -367,8 +429,10 @@ type planHead struct {
 }
 
 // stored writes the plan as JSON that decodes as json.Marshal's does,
-// a step and a path at a time, so that storing a plan of 150,000 steps
-// (24 MB) holds a few KiB of it at once, not all of it and then some.
+// its steps packed (with the skips learnt at run time) and a part, and
+// then a path, at a time, so that storing a plan of 150,000 steps holds
+// a few KiB of it at once, not all of it and then some. (Plans stored
+// before packing list their steps under "steps", and still read.)
 func (pl *Plan) stored() journal.PlanWriter {
 	return func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
@@ -377,13 +441,22 @@ func (pl *Plan) stored() journal.PlanWriter {
 			return err
 		}
 		bw.Write(head[:len(head)-1])
-		bw.WriteString(`,"steps":[`)
-		for i := range pl.Steps {
-			if err := element(bw, i, &pl.Steps[i]); err != nil {
-				return err
+		bw.WriteString(`,"steps":[],"packed":{"parts":[`)
+		var part []byte
+		parts := 0
+		err = pl.eachStep(0, func(i int, s *Step) error {
+			part = appendStep(part, s)
+			if (i+1)%packSteps != 0 && i != pl.numSteps()-1 {
+				return nil
 			}
+			err := element(bw, parts, packEnc.EncodeAll(part, nil))
+			part, parts = part[:0], parts+1
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		bw.WriteString(`],"report":[`)
+		fmt.Fprintf(bw, `],"n":%d},"report":[`, pl.numSteps())
 		for i := range pl.Report {
 			if err := element(bw, i, &pl.Report[i]); err != nil {
 				return err

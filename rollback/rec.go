@@ -26,7 +26,10 @@ func slim(r *journal.Record) rec {
 
 // scanBack returns the records from <= seq < to, newest first, slim.
 func scanBack(j *journal.Journal, from, to uint64) ([]rec, error) {
-	var recs []rec
+	// A record a sequence number, bar the few a pruned window left out:
+	// sized once, the slice is not grown and copied (17 MB, twice over,
+	// for 150,000 records).
+	recs := make([]rec, 0, min(to-from, 1<<22))
 	err := j.Scan(from, to, true, func(r *journal.Record) error {
 		recs = append(recs, slim(r))
 		return nil

@@ -94,6 +94,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	}
 	// Stored before the first step: a crash from here on is finished
 	// by Resume from the same plan.
+	plan.pack()
 	if err := env.Journal.NewRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
@@ -118,6 +119,7 @@ func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcom
 // become planned skips), so that a retry goes on from the failed step
 // and reports the same.
 func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, from int) (*Outcome, error) {
+	plan.pack()
 	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID),
 		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
@@ -132,7 +134,11 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 			return nil, err
 		}
 		out.Failure = rb.Failure
-		out.Report = unfinished(plan, failed, ferr)
+		report, err := unfinished(plan, failed, ferr)
+		if err != nil {
+			return nil, err
+		}
+		out.Report = report
 		out.Counts = Count(out.Report)
 		return out, nil
 	}
@@ -181,17 +187,12 @@ func learn(plan *Plan, x *executor) {
 	if len(x.skipped) == 0 {
 		return
 	}
-	runtime := map[uint64]bool{}
-	for _, seq := range x.skipped {
-		runtime[seq] = true
+	if plan.skips == nil {
+		plan.skips = map[uint64]string{}
 	}
-	for i := range plan.Steps {
-		s := &plan.Steps[i]
-		if runtime[s.Seq] && s.Skip == "" {
-			s.Skip = x.reasons[stepPath(s)]
-			if s.Skip == "" {
-				s.Skip = reasonMismatch
-			}
+	for _, seq := range x.skipped {
+		if _, ok := plan.skips[seq]; !ok {
+			plan.skips[seq] = x.why[seq]
 		}
 	}
 	plan.Skipped = append(plan.Skipped, x.skipped...)
@@ -200,26 +201,32 @@ func learn(plan *Plan, x *executor) {
 
 // unfinished is the report of a run that stopped at step failed: the
 // paths of that step and of the steps after it are not done.
-func unfinished(plan *Plan, failed int, err error) []PathAction {
-	at := stepPath(&plan.Steps[failed])
+func unfinished(plan *Plan, failed int, err error) ([]PathAction, error) {
+	var at string
 	reasons := map[string]string{}
-	for i := failed; i < len(plan.Steps); i++ {
-		s := &plan.Steps[i]
+	eerr := plan.eachStep(failed, func(i int, s *Step) error {
+		if i == failed {
+			at = stepPath(s)
+		}
 		if s.Skip != "" || s.Op == "" {
-			continue
+			return nil
 		}
 		for _, p := range []string{s.Path, s.Path2} {
 			if p != "" && !aside.Private(p) && reasons[p] == "" {
 				reasons[p] = "not done: the rollback stopped at " + at
 			}
 		}
+		return nil
+	})
+	if eerr != nil {
+		return nil, eerr
 	}
 	reasons[at] = "failed: " + err.Error()
-	return applySkips(plan.Report, reasons)
+	return applySkips(plan.Report, reasons), nil
 }
 
 // stepPaths returns the workspace paths plan's steps name.
-func stepPaths(plan *Plan) []string {
+func stepPaths(plan *Plan) ([]string, error) {
 	var out []string
 	add := func(s *Step) {
 		for _, p := range []string{s.Path, s.Path2} {
@@ -228,13 +235,14 @@ func stepPaths(plan *Plan) []string {
 			}
 		}
 	}
-	for i := range plan.Steps {
-		add(&plan.Steps[i])
-		for j := range plan.Steps[i].Covers {
-			add(&plan.Steps[i].Covers[j])
+	err := plan.eachStep(0, func(_ int, s *Step) error {
+		add(s)
+		for j := range s.Covers {
+			add(&s.Covers[j])
 		}
-	}
-	return out
+		return nil
+	})
+	return out, err
 }
 
 // storedPlan reads the plan stored with rollback rb.
@@ -243,9 +251,21 @@ func storedPlan(j *journal.Journal, rb *journal.Rollback) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan, err := decodePlan(b)
+	if err != nil {
+		return nil, fmt.Errorf("rollback %d: stored plan: %w", rb.ID, err)
+	}
+	return plan, nil
+}
+
+// decodePlan reads a plan as stored.
+func decodePlan(b []byte) (*Plan, error) {
 	var plan Plan
 	if err := json.Unmarshal(b, &plan); err != nil {
-		return nil, fmt.Errorf("rollback %d: stored plan: %w", rb.ID, err)
+		return nil, err
+	}
+	if plan.Packed != nil && len(plan.Packed.Parts) != (plan.Packed.N+packSteps-1)/packSteps {
+		return nil, fmt.Errorf("%d steps in %d parts", plan.Packed.N, len(plan.Packed.Parts))
 	}
 	return &plan, nil
 }
@@ -291,6 +311,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	plan.Report = p.report(plan, recs)
 	rb.State, rb.Next = journal.RollbackUnreverting, 0
 	rb.Run++
+	plan.pack()
 	if err := env.Journal.SaveRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
@@ -298,6 +319,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 }
 
 func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan) (*Outcome, error) {
+	plan.pack()
 	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID)}
 	x.progress = saveProgress(env, rb, plan, x, false)
 	// An unrevert journals nothing (the rollback's own records are what
@@ -306,8 +328,12 @@ func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan) (*Outcome, error
 	// steps find their results already there.
 	_, err := x.run(plan, rb.Next)
 	if env.Unjournaled != nil {
-		if aerr := env.Unjournaled(stepPaths(plan)); aerr != nil && err == nil {
-			err = aerr
+		paths, perr := stepPaths(plan)
+		if perr == nil {
+			perr = env.Unjournaled(paths)
+		}
+		if perr != nil && err == nil {
+			err = perr
 		}
 	}
 	if err != nil {
