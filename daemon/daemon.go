@@ -40,6 +40,8 @@ type Options struct {
 	Version        string
 	// CacheTimeout bounds the kernel's caching (see fs.Config).
 	CacheTimeout time.Duration
+	// MaxNodes bounds the nodes the kernel keeps known (see fs.Config).
+	MaxNodes int
 }
 
 // Daemon serves one mounted workspace.
@@ -145,7 +147,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	d.mount, err = fs.New(fs.Config{
 		Root: d.rootFd, Mountpoint: mnt, FsName: ws,
 		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
-		CacheTimeout: opts.CacheTimeout,
+		CacheTimeout: opts.CacheTimeout, MaxNodes: opts.MaxNodes,
 	})
 	if err != nil {
 		return nil, err

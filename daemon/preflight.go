@@ -142,3 +142,6 @@ var (
 
 // DefaultCacheTimeout is how long the kernel caches by default.
 const DefaultCacheTimeout = fs.DefaultCacheTimeout
+
+// DefaultMaxNodes is how many nodes the kernel keeps known by default.
+const DefaultMaxNodes = fs.DefaultMaxNodes

@@ -28,6 +28,9 @@ func (n *Node) writer() *who {
 // opened, and opening it stats it. One atomic load on the hot path; a
 // store only when the caller changes.
 func (n *Node) saw(ctx context.Context) {
+	if !n.used.Load() {
+		n.used.Store(true)
+	}
 	if fc, ok := fuse.FromContext(ctx); ok && fc.Pid != 0 && n.caller.Load() != fc.Pid {
 		n.caller.Store(fc.Pid)
 	}

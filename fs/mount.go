@@ -42,6 +42,9 @@ type Config struct {
 	// up to this long. Zero means DefaultCacheTimeout; negative, no
 	// caching at all.
 	CacheTimeout time.Duration
+	// MaxNodes is how many nodes the kernel may keep known before the
+	// least used are pruned (trim.go); zero means DefaultMaxNodes.
+	MaxNodes int
 }
 
 // DefaultCacheTimeout is how long the kernel caches by default.
@@ -55,6 +58,7 @@ type Mount struct {
 	inval      invalidations
 	raw        *counting
 	closeOnce  sync.Once
+	trimDone   chan struct{} // ends the trimmer
 }
 
 // ErrNoFUSE: /dev/fuse is missing.
@@ -92,6 +96,7 @@ func New(cfg Config) (*Mount, error) {
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,
 	}}
 	root.fs.fds.limit = fdLimit()
+	root.fs.trim = newTrimmer(cfg.MaxNodes)
 
 	timeout := cfg.CacheTimeout
 	switch {
@@ -157,7 +162,13 @@ func New(cfg Config) (*Mount, error) {
 	if err := syscall.Stat(cfg.Mountpoint, &mst); err == nil {
 		root.fs.dev.Store(mst.Dev)
 	}
-	return &Mount{server: server, mountpoint: cfg.Mountpoint, root: root, raw: raw}, nil
+	m := &Mount{server: server, mountpoint: cfg.Mountpoint, root: root, raw: raw, trimDone: make(chan struct{})}
+	root.fs.apart(func() {
+		root.fs.trim.run(root.EmbeddedInode(), m.trimDone, func(err error) {
+			logger.Warn("the kernel refuses to prune nodes: the daemon's memory grows with what it caches", "err", err)
+		})
+	})
+	return m, nil
 }
 
 // serve mounts raw at mountpoint and serves it, as gofs.Mount does with
@@ -195,6 +206,7 @@ func (m *Mount) Wait() {
 	m.server.Wait()
 	m.closeOnce.Do(func() {
 		fs := m.root.fs
+		close(m.trimDone)
 		fs.bg.Wait() // what OnForget started uses the descriptors
 		fs.fds.close()
 		unix.Close(fs.root)

@@ -37,6 +37,9 @@ type Node struct {
 	// named one: the first guess at who flushes a shared mapping of it
 	// (mapper.go).
 	caller atomic.Uint32
+	// used is set by a request on the node and cleared by the trimmer
+	// (trim.go).
+	used atomic.Bool
 }
 
 // filesystem is what every node of one mount shares.
@@ -51,6 +54,7 @@ type filesystem struct {
 	dev       atomic.Uint64 // the mount's device number, once mounted
 	bg        sync.WaitGroup
 	umasks    umasks // of creating requests in flight (umask.go)
+	trim      *trimmer
 }
 
 // apart runs fn in a goroutine of its own, joined before the mount's
@@ -66,7 +70,9 @@ func (fs *filesystem) apart(fn func()) {
 // newNode returns a node for a backing inode with stat st and
 // generation gen (backing.Lstatat).
 func (n *Node) newNode(ctx context.Context, st *unix.Stat_t, gen uint64) *gofs.Inode {
-	return n.NewInode(ctx, &Node{fs: n.fs}, n.fs.stable(st, gen))
+	ch := &Node{fs: n.fs}
+	n.fs.trim.add(ch)
+	return n.NewInode(ctx, ch, n.fs.stable(st, gen))
 }
 
 // stable is the identity go-fuse gives the kernel for an inode: the

@@ -45,6 +45,7 @@ func TestArguments(t *testing.T) {
 		{[]string{"cat", "f"}, exitUsage}, // --at is required
 		{[]string{"mount"}, exitUsage},
 		{[]string{"mount", "--window", "0", "/nonexistent"}, exitUsage},
+		{[]string{"mount", "--max-nodes", "10", "/nonexistent"}, exitUsage},
 		{[]string{"diff"}, exitUsage},
 		{[]string{"diff", "1", "2", "3"}, exitUsage},
 		{[]string{"umount", "a", "b"}, exitUsage},

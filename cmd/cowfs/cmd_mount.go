@@ -30,6 +30,7 @@ type mountOptions struct {
 	debug      bool
 	cpuProfile string
 	cache      time.Duration
+	maxNodes   int
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -75,18 +76,22 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.Var(&opts.memLimit, "memory-limit", "keep the daemon's Go heap near `SIZE` at most, collecting garbage sooner as it nears it (none: Go's default, twice what is live; GOMEMLIMIT overrides)")
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
+	f.IntVar(&opts.maxNodes, "max-nodes", daemon.DefaultMaxNodes, "let the kernel keep at most `N` files and directories looked up before the least used are dropped from its cache (each costs the daemon about 500 bytes; a dropped name is looked up again when next used)")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
 }
 
 // daemonOptions checks the flags and returns the daemon's options.
 func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
+	if opts.maxNodes < 1024 {
+		return daemon.Options{}, usageError{fmt.Errorf("--max-nodes must be at least 1024, not %d", opts.maxNodes)}
+	}
 	if opts.window < 1 {
 		return daemon.Options{}, usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
 	}
 	return daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
-		CacheTimeout: cacheTimeout(opts.cache),
+		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes,
 	}, nil
 }
 
