@@ -107,6 +107,12 @@ var errPackedShort = errors.New("cut short")
 // returns it with what follows.
 func readStep(b []byte) (*Step, []byte, error) {
 	s := new(Step)
+	rest, err := readStepInto(s, b)
+	return s, rest, err
+}
+
+// readStepInto decodes the step at the start of b into s.
+func readStepInto(s *Step, b []byte) ([]byte, error) {
 	num := func() uint64 {
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
@@ -128,20 +134,23 @@ func readStep(b []byte) (*Step, []byte, error) {
 	}
 	s.Seq = num()
 	if b == nil {
-		return nil, nil, errPackedShort
+		return nil, errPackedShort
 	}
 	s.Op, s.Path, s.Path2, s.Aside, s.Skip = str(), str(), str(), str(), str()
 	s.Ino, s.Ino2, s.Type, s.Dir = num(), num(), uint32(num()), num() == 1
 	covers := num()
-	if b == nil {
-		return nil, nil, errPackedShort
+	if b == nil || covers > uint64(len(b)) { // a step takes a byte at least
+		return nil, errPackedShort
 	}
-	for ; covers > 0; covers-- {
-		c, rest, err := readStep(b)
-		if err != nil {
-			return nil, nil, err
+	if covers > 0 {
+		s.Covers = make([]Step, covers) // a tree's removes: 25,000 for Go's source
+		for i := range s.Covers {
+			rest, err := readStepInto(&s.Covers[i], b)
+			if err != nil {
+				return nil, err
+			}
+			b = rest
 		}
-		s.Covers, b = append(s.Covers, *c), rest
 	}
-	return s, b, nil
+	return b, nil
 }

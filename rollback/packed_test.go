@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"testing"
@@ -49,5 +50,18 @@ func TestPackedPlanAppliesSkipsLearnt(t *testing.T) {
 	pl.eachStep(0, func(_ int, s *Step) error { skips = append(skips, s.Skip); return nil })
 	if !reflect.DeepEqual(skips, []string{"", reasonMismatch}) || pl.numSteps() != 2 {
 		t.Errorf("skips %q of %d steps", skips, pl.numSteps())
+	}
+	var buf bytes.Buffer
+	if err := pl.stored()(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodePlan(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	skips = nil
+	back.eachStep(0, func(_ int, s *Step) error { skips = append(skips, s.Skip); return nil })
+	if !reflect.DeepEqual(skips, []string{"", reasonMismatch}) {
+		t.Errorf("stored again, skips %q", skips)
 	}
 }

@@ -442,18 +442,7 @@ func (pl *Plan) stored() journal.PlanWriter {
 		}
 		bw.Write(head[:len(head)-1])
 		bw.WriteString(`,"steps":[],"packed":{"parts":[`)
-		var part []byte
-		parts := 0
-		err = pl.eachStep(0, func(i int, s *Step) error {
-			part = appendStep(part, s)
-			if (i+1)%packSteps != 0 && i != pl.numSteps()-1 {
-				return nil
-			}
-			err := element(bw, parts, packEnc.EncodeAll(part, nil))
-			part, parts = part[:0], parts+1
-			return err
-		})
-		if err != nil {
+		if err := pl.storeParts(bw); err != nil {
 			return err
 		}
 		fmt.Fprintf(bw, `],"n":%d},"report":[`, pl.numSteps())
@@ -465,6 +454,31 @@ func (pl *Plan) stored() journal.PlanWriter {
 		bw.WriteString(`]}`)
 		return bw.Flush()
 	}
+}
+
+// storeParts writes the packed parts of the plan's steps as the elements
+// of a JSON array: as they are, or packed again with the skips learnt at
+// run time applied.
+func (pl *Plan) storeParts(bw *bufio.Writer) error {
+	if pl.Packed != nil && len(pl.skips) == 0 {
+		for i, p := range pl.Packed.Parts {
+			if err := element(bw, i, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var part []byte
+	parts, n := 0, pl.numSteps()
+	return pl.eachStep(0, func(i int, s *Step) error {
+		part = appendStep(part, s)
+		if (i+1)%packSteps != 0 && i != n-1 {
+			return nil
+		}
+		err := element(bw, parts, packEnc.EncodeAll(part, nil))
+		part, parts = part[:0], parts+1
+		return err
+	})
 }
 
 // element writes v as the i-th element of a JSON array.
