@@ -23,10 +23,11 @@ func (n *Node) writer() *who {
 	return &who{find: func() uint32 { return mapperWithin(dev, ino, n.caller.Load()) }}
 }
 
-// saw notes the thread behind a request on n (lookup, stat, read) as
-// the first candidate for its mapper: a process maps a file it has just
-// opened, and opening it stats it. One atomic load on the hot path; a
-// store only when the caller changes.
+// saw notes a request on n (lookup, stat, read): n is used, for the
+// trimmer (trim.go), and the thread behind it is the first candidate for
+// its mapper — a process maps a file it has just opened, and opening it
+// stats it. Two atomic loads on the hot path; a store only when
+// something changes.
 func (n *Node) saw(ctx context.Context) {
 	if !n.used.Load() {
 		n.used.Store(true)
@@ -86,11 +87,11 @@ func mapperWithin(dev, ino uint64, hint uint32) uint32 {
 // one by one, one such process would hold up the answer past
 // mapperWait for every process after it.
 func scanMaps(dev, ino uint64, hint uint32, found chan<- uint32) {
-	want := []byte(fmt.Sprintf(" %02x:%02x %d ", unix.Major(dev), unix.Minor(dev), ino))
 	if dev == 0 {
 		found <- 0
 		return
 	}
+	want := []byte(fmt.Sprintf(" %02x:%02x %d ", unix.Major(dev), unix.Minor(dev), ino))
 	if hint != 0 && maps(int(hint), want) {
 		found <- hint
 		return
@@ -132,7 +133,7 @@ func scanMaps(dev, ino uint64, hint uint32, found chan<- uint32) {
 	}
 }
 
-// scanWorkers is how many processes' maps mapper reads at once.
+// scanWorkers is how many processes' maps scanMaps reads at once.
 const scanWorkers = 8
 
 // maps reports whether a line of /proc/pid/maps contains want (the

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -32,8 +31,6 @@ type trimmer struct {
 
 	mu   sync.Mutex
 	ring []*Node // nodes made, oldest first; forgotten ones until a sweep drops them
-
-	pruned atomic.Uint64 // nodes the kernel was asked to prune
 }
 
 // DefaultMaxNodes is the known nodes past which the trimmer prunes:
@@ -129,7 +126,7 @@ func (t *trimmer) sweep(root *gofs.Inode) error {
 			continue
 		}
 		if n.Forgotten() {
-			continue // made, not yet known (Lookup's revival): next time
+			continue // forgotten since the pass above: nothing to prune
 		}
 		prune = append(prune, n.EmbeddedInode())
 		excess--
@@ -142,7 +139,6 @@ func (t *trimmer) sweep(root *gofs.Inode) error {
 		if e := root.NotifyPrune(prune[:k]); e != 0 {
 			return e
 		}
-		t.pruned.Add(uint64(k))
 		prune = prune[k:]
 	}
 	return nil

@@ -73,8 +73,6 @@ type Plan struct {
 func (pl *Plan) pack() {
 	if pl.Packed == nil {
 		pl.Packed, pl.Steps = pack(pl.Steps), nil
-	} else {
-		pl.Steps = nil // a stored plan of format 4 has both, Steps empty
 	}
 }
 
@@ -441,7 +439,7 @@ func (pl *Plan) stored() journal.PlanWriter {
 			return err
 		}
 		bw.Write(head[:len(head)-1])
-		bw.WriteString(`,"steps":[],"packed":{"parts":[`)
+		bw.WriteString(`,"packed":{"parts":[`)
 		if err := pl.storeParts(bw); err != nil {
 			return err
 		}
