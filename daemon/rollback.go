@@ -14,6 +14,14 @@ func (d *Daemon) env() *rollback.Env {
 	e := &rollback.Env{Journal: d.j, Tree: d.tree, Aside: d.area, RootDev: d.rootDev, Log: d.log, AfterStep: d.afterStep}
 	if d.mount != nil {
 		e.Observer = d.mount
+		e.Shed = func() {
+			asked, forgotten, err := d.mount.Shed()
+			if err != nil {
+				d.log.Debug("the kernel kept its cache of the workspace", "err", err)
+				return
+			}
+			d.log.Info("let the kernel's cache of the workspace go, for a large rollback", "nodes", asked, "forgotten", forgotten)
+		}
 	}
 	e.Rescan = func(g journal.Gate) error {
 		_, err := d.scanUnder(g, false)

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ type trimmer struct {
 	max  int
 	kick chan struct{}
 
-	mu   sync.Mutex
+	sweeping sync.Mutex // held by a sweep or a shed: one at a time
+	mu       sync.Mutex
 	ring []*Node // nodes made, oldest first; forgotten ones until a sweep drops them
 }
 
@@ -99,6 +101,8 @@ const trimEvery = time.Second
 // sweep drops forgotten nodes from the ring and asks the kernel to
 // prune enough of the rest to bring it to three quarters of max.
 func (t *trimmer) sweep(root *gofs.Inode) error {
+	t.sweeping.Lock()
+	defer t.sweeping.Unlock()
 	t.mu.Lock()
 	nodes := t.ring
 	t.ring = nil
@@ -134,12 +138,109 @@ func (t *trimmer) sweep(root *gofs.Inode) error {
 	t.mu.Lock()
 	t.ring = append(kept, t.ring...)
 	t.mu.Unlock()
-	for len(prune) > 0 {
-		k := min(len(prune), trimBatch)
-		if e := root.NotifyPrune(prune[:k]); e != 0 {
+	return notifyPrune(root, prune)
+}
+
+// shed asks the kernel to prune every node it knows, deepest first: a
+// directory's dentry is held by its children's, so it goes only after
+// them, in the same notification or a later one. What the kernel holds
+// (open files, working directories) stays. Then it drops the nodes the
+// kernel forgot from the ring, which holds the last reference to them
+// (and would until the next sweep, which only runs past max).
+func (t *trimmer) shed(root *gofs.Inode) (asked, forgotten int, err error) {
+	t.sweeping.Lock()
+	defer t.sweeping.Unlock()
+	t.mu.Lock()
+	nodes := slices.Clone(t.ring)
+	t.mu.Unlock()
+	type known struct {
+		n     *Node
+		depth int
+	}
+	all := make([]known, 0, len(nodes))
+	for _, n := range nodes {
+		if !n.Forgotten() {
+			all = append(all, known{n, depthOf(n.EmbeddedInode())})
+		}
+	}
+	slices.SortFunc(all, func(a, b known) int { return b.depth - a.depth })
+	prune := make([]*gofs.Inode, len(all))
+	pruned := make(map[*Node]bool, len(all))
+	for i, k := range all {
+		prune[i] = k.n.EmbeddedInode()
+		pruned[k.n] = true
+	}
+	if err := notifyPrune(root, prune); err != nil {
+		return len(prune), 0, err
+	}
+	// The kernel sends the forgets once it has dropped the dentries,
+	// and they are served in a moment: wait until they stop coming.
+	gone := func() int {
+		k := 0
+		for n := range pruned {
+			if n.Forgotten() {
+				k++
+			}
+		}
+		return k
+	}
+	forgotten = gone()
+	for waited := time.Duration(0); waited < shedWait; waited += shedPoll {
+		time.Sleep(shedPoll)
+		k := gone()
+		if k == forgotten {
+			break
+		}
+		forgotten = k
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	kept := t.ring[:0]
+	for _, n := range t.ring {
+		// A pruned node was in go-fuse's tables: Forgotten means it.
+		if !pruned[n] || !n.Forgotten() {
+			kept = append(kept, n)
+		}
+	}
+	clear(t.ring[len(kept):])
+	t.ring = kept
+	return len(prune), forgotten, nil
+}
+
+// How long a shed waits for the forgets, at most, and how often it
+// looks.
+const (
+	shedWait = 500 * time.Millisecond
+	shedPoll = 20 * time.Millisecond
+)
+
+// depthOf is how many directories lie above in.
+func depthOf(in *gofs.Inode) int {
+	d := 0
+	for _, p := in.Parent(); p != nil; _, p = p.Parent() {
+		d++
+	}
+	return d
+}
+
+// notifyPrune names nodes to the kernel for pruning, trimBatch at a
+// time, in order.
+func notifyPrune(root *gofs.Inode, nodes []*gofs.Inode) error {
+	for len(nodes) > 0 {
+		k := min(len(nodes), trimBatch)
+		if e := root.NotifyPrune(nodes[:k]); e != 0 {
 			return e
 		}
-		prune = prune[k:]
+		nodes = nodes[k:]
 	}
 	return nil
+}
+
+// Shed asks the kernel to forget every name of the workspace it caches
+// and nothing holds, so that go-fuse frees their nodes, and returns how
+// many nodes it named and how many the kernel forgot. The kernel prunes
+// without waiting for any request, so the caller may hold the journal's
+// gate.
+func (m *Mount) Shed() (asked, forgotten int, err error) {
+	return m.root.fs.trim.shed(m.root.EmbeddedInode())
 }

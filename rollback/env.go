@@ -28,6 +28,14 @@ type Env struct {
 	// journals nothing, so a rescan must take their new state as
 	// explained. Called with the gate held exclusively.
 	Unjournaled func(paths []string) error
+	// Shed, if set, lets go of the names the kernel caches of the
+	// workspace and nothing holds (fs.Mount.Shed). A rollback or
+	// unrevert over more than shedRecords records calls it, with the
+	// gate held, before it plans: planning holds some 300 bytes a
+	// record, and the nodes behind the kernel's cache would sit beside
+	// them (20 MB at the default bound), while what the rollback
+	// changes must be looked up afresh anyway.
+	Shed func()
 	// AfterStep, if set, is called after each plan step with the number
 	// of steps done: a test hook to act at an exact point of a run.
 	AfterStep func(steps int)
@@ -45,4 +53,15 @@ type Observer interface {
 	Moved(from, to string, ino uint64, linked bool) // renamed (either may be in the aside area)
 	Exchanged(a, b string)                          // RENAME_EXCHANGE
 	Changed(path string, ino uint64, linked bool)   // content or attributes changed in place
+}
+
+// shedRecords is the size of a rollback, in records, past which Shed is
+// called first.
+const shedRecords = 10_000
+
+// shedFor calls Shed before planning over the records from <= seq < to.
+func (env *Env) shedFor(from, to uint64) {
+	if env.Shed != nil && to-from > shedRecords {
+		env.Shed()
+	}
 }

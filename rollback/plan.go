@@ -62,14 +62,14 @@ type Plan struct {
 	// Report is what the plan does to each path.
 	Report []PathAction `json:"report"`
 
-	// Packed holds the steps instead of Steps once the plan runs, and
-	// in a stored plan (packed.go); skips are the reasons, by record,
+	// Packed holds the steps instead of Steps once they are planned,
+	// and in a stored plan (packed.go); skips are the reasons, by record,
 	// of steps found skipped at run time (learn).
 	Packed *packed `json:"packed,omitempty"`
 	skips  map[uint64]string
 }
 
-// pack moves the plan's steps into packed form, for its run.
+// pack moves the plan's steps into packed form.
 func (pl *Plan) pack() {
 	if pl.Packed == nil {
 		pl.Packed, pl.Steps = pack(pl.Steps), nil
@@ -188,6 +188,10 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 		now.undo(r)
 	}
 	foldTrees(pl)
+	// Packed now, not when the plan runs: reporting reads the steps
+	// packed, so a plan of 150,000 steps does not hold them unpacked
+	// (21 MB) beside its records and report (issue #15).
+	pl.pack()
 	return pl, nil
 }
 

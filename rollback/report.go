@@ -91,7 +91,7 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	}
 	restored := map[uint64]bool{}
 	reasons := map[string]string{}
-	for _, s := range plan.Steps {
+	plan.eachStep(0, func(_ int, s *Step) error {
 		switch {
 		case s.Skip != "":
 			for _, path := range []string{s.Path, s.Path2} {
@@ -102,7 +102,8 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		case s.Op == opData || s.Op == opXattr || (s.Op == opAttr && !s.Dir):
 			restored[s.Ino] = true
 		}
-	}
+		return nil
+	})
 	// A path changed outside the mount that no step puts back is left
 	// as it is, and the user must hear of it.
 	// (Only the paths of such records are looked for among the steps':
@@ -113,14 +114,14 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 			outside[r.Path] = true
 		}
 	}
-	for _, s := range plan.Steps {
-		if len(outside) == 0 {
-			break
-		}
-		if s.Skip == "" {
-			delete(outside, s.Path)
-			delete(outside, s.Path2)
-		}
+	if len(outside) > 0 {
+		plan.eachStep(0, func(_ int, s *Step) error {
+			if s.Skip == "" {
+				delete(outside, s.Path)
+				delete(outside, s.Path2)
+			}
+			return nil
+		})
 	}
 	for path := range outside {
 		reasons[path] = reasonOutsideMount

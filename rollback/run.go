@@ -63,6 +63,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 		return nil, err
 	}
 	to := env.Journal.NextSeq()
+	env.shedFor(target.StartSeq, to)
 	recs, err := scanBack(env.Journal, target.StartSeq, to)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,6 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	}
 	// Stored before the first step: a crash from here on is finished
 	// by Resume from the same plan.
-	plan.pack()
 	if err := env.Journal.NewRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
@@ -296,6 +296,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 		}
 		return finishUnrevert(env, rb, plan)
 	}
+	env.shedFor(rb.To, env.Journal.NextSeq())
 	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
 	if err != nil {
 		return nil, err
@@ -311,7 +312,6 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	plan.Report = p.report(plan, recs)
 	rb.State, rb.Next = journal.RollbackUnreverting, 0
 	rb.Run++
-	plan.pack()
 	if err := env.Journal.SaveRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
