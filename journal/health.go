@@ -10,7 +10,7 @@ import (
 )
 
 // ErrUnusable: the journal's directory was deleted, or its filesystem
-// went read-only, while it was open. Nothing more is recorded, so no
+// went read-only or refused a write outright, while it was open. Nothing more is recorded, so no
 // change that needs a record may happen; the journal says why.
 var ErrUnusable = errors.New("journal is unusable")
 
@@ -68,7 +68,25 @@ func (j *Journal) check() error {
 	if fs.Flags&unix.ST_RDONLY != 0 {
 		return fmt.Errorf("the filesystem of journal directory %s is read-only", j.dir)
 	}
+	// A filesystem can stop taking writes without saying so in its
+	// flags: ext4 after an error (errors=remount-ro) only marks itself
+	// shut down since Linux 6.6, and its writes fail with EROFS or EIO
+	// while statfs shows it writable. Badger then retries its flush
+	// forever, and Close would wait on it. So the check also asks for a
+	// change that changes nothing — chown to -1:-1, which only sets the
+	// directory's ctime — and takes EROFS or EIO as the answer. Other
+	// errors (a filesystem that does not let root chown) say nothing
+	// about writes and are ignored.
+	if err := unix.Fchownat(j.health.dir, "", -1, -1, unix.AT_EMPTY_PATH); refusal(err) {
+		return fmt.Errorf("the filesystem of journal directory %s refuses writes (%w)", j.dir, err)
+	}
 	return nil
+}
+
+// refusal reports whether err says the filesystem takes no more writes:
+// read-only, or shut down after an error.
+func refusal(err error) bool {
+	return errors.Is(err, unix.EROFS) || errors.Is(err, unix.EIO)
 }
 
 // fail marks the journal unusable for err, and wakes event followers so

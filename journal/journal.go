@@ -118,6 +118,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, err
 	}
 	j.db.log = j.wal
+	j.wal.refused = j.fail
 	// undo closes what was opened, in reverse order, when a later step
 	// fails.
 	var opened []func()

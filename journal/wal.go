@@ -84,11 +84,24 @@ type recordLog struct {
 	pending []walOp // logged and not yet known to be in Badger, oldest first
 	chunks  map[[32]byte][]byte
 	err     error // the log cannot be written any more (a cut entry could not be undone)
+	// refused is told of a write the filesystem refused outright
+	// (health.go: refusal); the journal is unusable from then on.
+	refused func(error)
 
 	applyMu sync.Mutex // one batch at a time
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
+}
+
+// failed wraps a write error of the log, and tells refused of one that
+// says the filesystem takes no more writes.
+func (l *recordLog) failed(err error) error {
+	err = fmt.Errorf("journal: record log: %w", err)
+	if refusal(err) && l.refused != nil {
+		l.refused(err)
+	}
+	return err
 }
 
 func walName(gen uint64) string { return fmt.Sprintf("%s%016x", walPrefix, gen) }
@@ -248,11 +261,11 @@ func (l *recordLog) log(build func() ([]walOp, error)) error {
 		if terr := l.f.Truncate(l.end); terr != nil {
 			l.err = fmt.Errorf("%w: the record log holds a cut entry (%v)", ErrUnusable, terr)
 		}
-		return fmt.Errorf("journal: record log: %w", err)
+		return l.failed(err)
 	}
 	if l.sync {
 		if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
-			return fmt.Errorf("journal: record log: %w", err)
+			return l.failed(err)
 		}
 	}
 	l.end += int64(len(buf))
