@@ -32,7 +32,7 @@ type trimmer struct {
 
 	sweeping sync.Mutex // held by a sweep or a shed: one at a time
 	mu       sync.Mutex
-	ring []*Node // nodes made, oldest first; forgotten ones until a sweep drops them
+	ring     []*Node // nodes made, oldest first; forgotten ones until a sweep drops them
 }
 
 // DefaultMaxNodes is the known nodes past which the trimmer prunes:

@@ -10,8 +10,9 @@ import (
 )
 
 // ErrUnusable: the journal's directory was deleted, or its filesystem
-// went read-only or refused a write outright, while it was open. Nothing more is recorded, so no
-// change that needs a record may happen; the journal says why.
+// went read-only or refused a write outright, while it was open.
+// Nothing more is recorded, so no change that needs a record may
+// happen; the journal says why.
 var ErrUnusable = errors.New("journal is unusable")
 
 // health watches the journal's directory while it is open. Badger

@@ -112,13 +112,12 @@ func Open(dir string, opts Options) (*Journal, error) {
 		lock.Close()
 		return nil, err
 	}
-	if j.wal, err = openRecordLog(dir, db, opts.Sync); err != nil {
+	if j.wal, err = openRecordLog(dir, db, opts.Sync, j.fail); err != nil {
 		db.Close()
 		lock.Close()
 		return nil, err
 	}
 	j.db.log = j.wal
-	j.wal.refused = j.fail
 	// undo closes what was opened, in reverse order, when a later step
 	// fails.
 	var opened []func()

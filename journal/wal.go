@@ -98,7 +98,7 @@ type recordLog struct {
 // says the filesystem takes no more writes.
 func (l *recordLog) failed(err error) error {
 	err = fmt.Errorf("journal: record log: %w", err)
-	if refusal(err) && l.refused != nil {
+	if refusal(err) {
 		l.refused(err)
 	}
 	return err
@@ -108,8 +108,8 @@ func walName(gen uint64) string { return fmt.Sprintf("%s%016x", walPrefix, gen) 
 
 // openRecordLog applies what the logs in dir hold beyond Badger's note
 // and opens the newest for appending.
-func openRecordLog(dir string, db *badger.DB, sync bool) (*recordLog, error) {
-	l := &recordLog{dir: dir, sync: sync, db: db, chunks: map[[32]byte][]byte{},
+func openRecordLog(dir string, db *badger.DB, sync bool, refused func(error)) (*recordLog, error) {
+	l := &recordLog{dir: dir, sync: sync, db: db, refused: refused, chunks: map[[32]byte][]byte{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	markGen, markOff, err := l.mark()
 	if err != nil {

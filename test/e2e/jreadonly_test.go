@@ -113,17 +113,7 @@ func TestJournalFilesystemGoesReadOnly(t *testing.T) {
 	f.waitFor(t, "journal_error event", func(e ctl.Event) bool {
 		return e.Type == ctl.EventJournalError && refusesWrites(e.Message)
 	})
-	pid := w.pids[0]
-	done := make(chan struct{})
-	go func() { w.run("umount"); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("umount did not return within 30 s")
-	}
-	if !waitExit(pid, 10*time.Second) {
-		t.Errorf("daemon %d still runs after umount", pid)
-	}
+	umountStopsDaemon(t, w)
 	t.Logf("first write refused: #%d of %d", failed, len(names)-1)
 }
 

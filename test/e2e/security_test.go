@@ -192,6 +192,13 @@ func TestJournalDeletedWhileMounted(t *testing.T) {
 	f.waitFor(t, "journal_error event", func(e ctl.Event) bool {
 		return e.Type == ctl.EventJournalError && strings.Contains(e.Message, "deleted")
 	})
+	umountStopsDaemon(t, w)
+}
+
+// umountStopsDaemon checks that umount returns, and the daemon exits,
+// even with its journal unusable.
+func umountStopsDaemon(t *testing.T, w *workspace) {
+	t.Helper()
 	pid := w.pids[0]
 	done := make(chan struct{})
 	go func() { w.run("umount"); close(done) }()
