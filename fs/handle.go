@@ -29,8 +29,9 @@ import (
 // inode, not a path, so it stays right when the node is renamed,
 // through the mount or by a rollback (which drops those it moves all
 // the same: reconcile.go). An O_PATH descriptor is no writer: it never
-// makes an exec of the file fail with ETXTBSY, and content is read and
-// written through descriptors opened for the request (io.go).
+// makes an exec of the file fail with ETXTBSY. Content is read and
+// written through a second descriptor a regular file's node keeps in
+// the same slot (iofd.go).
 //
 // A node with no parent in go-fuse's tree (orphans.go) is reached
 // through the backing.Tree, beneath the root, from where it was moved
@@ -158,6 +159,7 @@ type nodeFd struct {
 	fd   int
 	slot int         // index in fdCache.ring
 	used atomic.Bool // used since the clock hand last passed
+	io   ioFd        // kept for reading or writing content (iofd.go)
 }
 
 // get returns the descriptor with mu held shared, if there is one.
@@ -178,6 +180,7 @@ func (d *nodeFd) drop() {
 		unix.Close(d.fd)
 		d.held = false
 	}
+	d.io.close()
 }
 
 // fdCache bounds the descriptors nodes keep: the process has a limited
@@ -185,10 +188,11 @@ func (d *nodeFd) drop() {
 // that. When full, a clock hand evicts one not used since it last
 // passed.
 type fdCache struct {
-	mu    sync.Mutex
-	limit int
-	ring  []*Node
-	hand  int
+	mu      sync.Mutex
+	limit   int
+	ring    []*Node
+	hand    int
+	writers writers // nodes keeping a writable descriptor (iofd.go)
 }
 
 // install gives n the descriptor fd to keep, and reports whether it
@@ -276,6 +280,7 @@ func (c *fdCache) forgetLocked(n *Node) {
 
 // close closes every descriptor kept, once the mount is over.
 func (c *fdCache) close() {
+	c.writers.stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.ring {
@@ -286,8 +291,9 @@ func (c *fdCache) close() {
 	c.ring = nil
 }
 
-// fdLimit is how many node descriptors a mount keeps: a quarter of what
-// the process may open, the rest left for requests, the journal and the
+// fdLimit is how many nodes keep descriptors: a quarter of what the
+// process may open. Each keeps up to two (its O_PATH one and one for
+// content, iofd.go), so half is left for requests, the journal and the
 // control socket.
 func fdLimit() int {
 	var rl unix.Rlimit

@@ -25,9 +25,10 @@ import (
 //
 // No request carries a handle: once opens are off the kernel sends no
 // RELEASE either, except one for each file CREATE opened, which go-fuse
-// answers without calling the node; CREATE returns no handle. A request is served through a descriptor opened for it on the
-// node's own inode (handle.go), following no symlink: the same file a
-// handle would have held. A file made with O_TMPFILE is kept in the
+// answers without calling the node; CREATE returns no handle. A request
+// is served through a descriptor of the node's own inode, opened
+// following no symlink and kept for the next ones (handle.go, iofd.go):
+// the same file a handle would have held. A file made with O_TMPFILE is kept in the
 // aside area, where requests reach it (Node.Tmpfile).
 //
 // A file whose names were all removed while open is kept aside — even
@@ -50,18 +51,41 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	return nil, 0, syscall.ENOSYS
 }
 
-// ioFile opens n's backing file with flags for one request (handle.go);
-// done closes it. Only regular files and directories are opened (a
-// FIFO would block).
+// ioFile returns a descriptor of n's backing file open with flags for
+// one request (handle.go), and done, to call when the request is done
+// with it. A regular file's is kept for the next requests (iofd.go);
+// a directory's is opened for the request. Only regular files and
+// directories are opened (a FIFO would block). A request that changes
+// content calls it inside its change (after recorder.begin).
 func (n *Node) ioFile(flags int) (fd int, done func(), e syscall.Errno) {
 	if !n.opensOwn() {
 		return -1, nil, syscall.EBADF
 	}
 	// The kernel computes append offsets; FMODE_EXEC is not an open flag.
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	keep := n.typ() == syscall.S_IFREG && flags&^syscall.O_ACCMODE == 0
+	if keep {
+		if fd, ok := n.keptIO(flags); ok {
+			return fd, n.fd.mu.RUnlock, 0
+		}
+		if _, done, e := n.inode(); e == 0 {
+			done() // a slot to keep the descriptor in
+		}
+	}
+	gen := n.fs.ioGen.Load()
 	fd, e = n.open(flags)
 	if e != 0 {
 		return -1, nil, e
+	}
+	if keep && n.fs.fds.keepIO(n, fd, flags, gen) {
+		if kept, ok := n.keptIO(flags); ok {
+			return kept, n.fd.mu.RUnlock, 0
+		}
+		// Evicted already, or a rollback came between: one for this
+		// request only.
+		if fd, e = n.open(flags); e != 0 {
+			return -1, nil, e
+		}
 	}
 	return fd, func() { unix.Close(fd) }, 0
 }

@@ -134,7 +134,7 @@ func entries(t *testing.T, dir string) int {
 
 // Once opens are off the kernel releases no handle; the daemon must not
 // keep a descriptor per file created. Nodes keep descriptors
-// (handle.go), but no more than the cache's budget.
+// (handle.go, iofd.go), but no more than two per slot of the cache.
 func TestCreateKeepsNoDescriptor(t *testing.T) {
 	mnt, _, _, _, m := testMountAll(t)
 	const budget = 50
@@ -155,7 +155,7 @@ func TestCreateKeepsNoDescriptor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := entries(t, "/proc/self/fd"); after > before+budget+20 {
+	if after := entries(t, "/proc/self/fd"); after > before+2*budget+20 {
 		t.Errorf("the daemon's descriptors went from %d to %d over 200 files created", before, after)
 	}
 }

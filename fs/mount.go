@@ -96,6 +96,7 @@ func New(cfg Config) (*Mount, error) {
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,
 	}}
 	root.fs.fds.limit = fdLimit()
+	root.fs.fds.writers.done = make(chan struct{})
 	root.fs.trim = newTrimmer(cfg.MaxNodes)
 
 	timeout := cfg.CacheTimeout

@@ -51,6 +51,7 @@ type filesystem struct {
 	keepCache bool // let the kernel keep pages and listings across opens
 	orphans   orphans
 	fds       fdCache
+	ioGen     atomic.Uint64 // advanced by rollbacks: content descriptors kept before are not used (iofd.go)
 	dev       atomic.Uint64 // the mount's device number, once mounted
 	bg        sync.WaitGroup
 	umasks    umasks // of creating requests in flight (umask.go)

@@ -196,6 +196,7 @@ func (m *Mount) Changed(p string, ino uint64, linked bool) {
 // request using it, which may be waiting for the gate the rollback
 // holds.
 func (m *Mount) dropFd(n *gofs.Inode) {
+	m.root.fs.ioGen.Add(1) // for content descriptors this is correctness (iofd.go)
 	if n == nil {
 		return
 	}

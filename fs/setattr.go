@@ -21,11 +21,13 @@ var _ = (gofs.NodeSetattrer)((*Node)(nil))
 // size=0.
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	size, truncates := in.GetSize()
+	if truncates && n.typ() != syscall.S_IFREG {
+		return syscall.EINVAL
+	}
+	c := n.fs.rec.begin(ctx, n.writer())
+	defer c.end()
 	file := -1 // a descriptor to truncate through, and read what it cuts off
 	if truncates {
-		if n.typ() != syscall.S_IFREG {
-			return syscall.EINVAL
-		}
 		fd, done, e := n.ioFile(syscall.O_RDWR)
 		if e != 0 {
 			return e
@@ -38,8 +40,6 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		return e
 	}
 	defer done()
-	c := n.fs.rec.begin(ctx, n.writer())
-	defer c.end()
 
 	mode, setsMode := in.GetMode()
 	uid, setsUID := in.GetUID()

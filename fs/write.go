@@ -124,6 +124,8 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 }
 
 func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
+	c := n.fs.rec.begin(ctx, n.writer())
+	defer c.end()
 	// Read and write: the same descriptor gives the pre-image.
 	fd, done, e := n.ioFile(syscall.O_RDWR)
 	if e != 0 {
@@ -134,8 +136,6 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	for _, d := range data {
 		size += int64(len(d))
 	}
-	c := n.fs.rec.begin(ctx, n.writer())
-	defer c.end()
 	if err := n.beforeContent(c, fd, off, off+size, journal.CauseWrite); err != nil {
 		return 0, errno(err)
 	}
@@ -155,13 +155,13 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 var _ = (gofs.NodeAllocater)((*Node)(nil))
 
 func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
+	c := n.fs.rec.begin(ctx, n.writer())
+	defer c.end()
 	fd, done, e := n.ioFile(syscall.O_RDWR)
 	if e != 0 {
 		return e
 	}
 	defer done()
-	c := n.fs.rec.begin(ctx, n.writer())
-	defer c.end()
 	lo, hi := int64(off), int64(off+size)
 	switch {
 	case mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0:
