@@ -126,18 +126,18 @@ func (w *writers) add(n *Node) {
 	w.nodes[n] = struct{}{}
 	if !w.sweeping && w.done != nil {
 		w.sweeping = true
-		go w.sweep()
+		go w.sweep(w.done)
 	}
 }
 
 // sweep closes, every writerIdle, the writable descriptors not used
 // since it last passed, until none is left or the mount is over.
-func (w *writers) sweep() {
+func (w *writers) sweep(done <-chan struct{}) {
 	t := time.NewTicker(writerIdle)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.done:
+		case <-done:
 			return
 		case <-t.C:
 		}
