@@ -28,8 +28,8 @@ import (
 // answers without calling the node; CREATE returns no handle. A request
 // is served through a descriptor of the node's own inode, opened
 // following no symlink and kept for the next ones (handle.go, iofd.go):
-// the same file a handle would have held. A file made with O_TMPFILE is kept in the
-// aside area, where requests reach it (Node.Tmpfile).
+// the same file a handle would have held. A file made with O_TMPFILE is
+// kept in the aside area, where requests reach it (Node.Tmpfile).
 //
 // A file whose names were all removed while open is kept aside — even
 // one created in the same epoch (Node.keptWhileUsed) — and its aside

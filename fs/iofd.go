@@ -39,7 +39,7 @@ import (
 //     file) fail with ETXTBSY, and opening for writing fails while one
 //     runs. So reads keep a read-only descriptor, only writes a
 //     writable one, and a writable one is closed once unused for
-//     writerIdle to 2*writerIdle (fdCache.sweepWriters).
+//     writerIdle to 2*writerIdle (writers.sweep).
 //   - A descriptor names an inode, never a path: when something outside
 //     the mount replaces the file, a kept descriptor goes on reaching
 //     the inode the kernel's node stands for, as an open file does.
@@ -111,7 +111,7 @@ func (c *fdCache) keepIO(n *Node, fd, mode int, gen uint64) bool {
 type writers struct {
 	mu       sync.Mutex
 	nodes    map[*Node]struct{}
-	sweeping bool // a sweepWriters goroutine runs
+	sweeping bool // a sweep goroutine runs
 	done     chan struct{}
 }
 

@@ -10,9 +10,9 @@ import (
 
 // The daemon keeps a file's content descriptor across requests
 // (fs/iofd.go). A process that had the file open while a rollback put
-// the turn's version aside (for unrevert) and the old one back must
-// not write into the version kept aside: its write is refused or lands
-// in the workspace, and the unrevert brings back exactly what the turn
+// the old content back writes, afterwards, into the file the workspace
+// shows — a change outside turns — or is refused, never into something
+// else; if refused, the unrevert brings back exactly what the turn
 // left.
 func TestWriteThroughOpenFileAfterRollback(t *testing.T) {
 	w := newWorkspace(t)
