@@ -14,9 +14,11 @@ import (
 var _ = (gofs.NodeOpendirHandler)((*Node)(nil))
 
 // OpendirHandle lists the directory through a descriptor of its own
-// inode, and lets the kernel cache listings (FOPEN_CACHE_DIR): it drops
-// the cache itself when an entry changes through the mount, and a
-// rollback invalidates the directories it changes.
+// inode, for one request (noOpendir, opendir.go), or for an open when
+// caching is off. With caching on, the kernel caches listings
+// (FOPEN_CACHE_DIR): it drops the cache itself when an entry changes
+// through the mount, and a rollback invalidates the directories it
+// changes.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	fd, e := n.open(unix.O_RDONLY | unix.O_DIRECTORY)
 	if e != 0 {

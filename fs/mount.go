@@ -150,7 +150,11 @@ func New(cfg Config) (*Mount, error) {
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.apart(func() { root.fs.freeKept(p) }) }
-	raw := &counting{RawFileSystem: umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}}
+	var inner fuse.RawFileSystem = umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}
+	if root.fs.keepCache {
+		inner = noOpendir{inner} // opendir.go
+	}
+	raw := &counting{RawFileSystem: inner}
 	server, err := serve(cfg.Mountpoint, raw, &opts.MountOptions)
 	if err != nil {
 		unix.Close(rootFd)
@@ -173,8 +177,8 @@ func New(cfg Config) (*Mount, error) {
 }
 
 // serve mounts raw at mountpoint and serves it, as gofs.Mount does with
-// go-fuse's node API alone; raw puts the request counter (requests.go)
-// and umaskFS (umask.go) in front of it.
+// go-fuse's node API alone; raw puts the request counter (requests.go),
+// noOpendir (opendir.go) and umaskFS (umask.go) in front of it.
 func serve(mountpoint string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
 	server, err := fuse.NewServer(raw, mountpoint, opts)
 	if err != nil {
