@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -91,51 +92,32 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 	who := c.who()
 	perm := func(mode uint32) uint32 { return n.fs.createMode(who, dir, mode) }
 	err := asCaller(who, func() error { return mk(dir, perm) })
+	if errors.Is(err, syscall.EEXIST) {
+		// The kernel asks only for a name it believes missing: its
+		// negative entry is stale (the name was made behind the
+		// mount's back). ESTALE makes it look the name up again and
+		// retry the call once: open(O_CREAT) then opens the file that
+		// exists (a truncation arriving as a SETATTR, journaled as
+		// any), mkdir and O_EXCL fail with EEXIST, as natively.
+		err = syscall.ESTALE
+	}
 	return n.made(ctx, c, rec, dir, name, err, out)
 }
 
 var _ = (gofs.NodeCreater)((*Node)(nil))
 
+// Create declines, as Open does (io.go): the kernel then stops sending
+// CREATE and makes a file that open(O_CREAT) creates with MKNOD, and
+// opens it without asking, like any other file. A CREATE was an OPEN
+// too, which the daemon had to answer in the same request, and whose
+// RELEASE the kernel sent at close until an OPEN had taught it no_open;
+// and a CREATE of a name made behind the mount's back needed an answer
+// of its own (make: ESTALE covers it for every creation). The kernel
+// skips the permission check on opening a file the same call created,
+// so a file created read-only is still writable through that
+// descriptor, as natively.
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	ch, e := n.make(ctx, name, syscall.S_IFREG, out, func(dir int, perm func(uint32) uint32) error {
-		// Always O_EXCL: a name that exists must not be truncated
-		// behind the journal's back. No handle is kept (io.go).
-		fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, perm(mode&07777))
-		if err == nil {
-			unix.Close(fd)
-		}
-		return err
-	})
-	if e == syscall.EEXIST && flags&syscall.O_EXCL == 0 {
-		// The kernel had a stale negative entry: the name exists.
-		return n.createExisting(ctx, name, flags, out)
-	}
-	if e != 0 {
-		return nil, nil, 0, e
-	}
-	return ch, nil, n.openFlags(0), 0
-}
-
-// createExisting answers a CREATE for a name that exists as an OPEN of
-// it would be answered, journaling a truncation first.
-func (n *Node) createExisting(ctx context.Context, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	ch, e := n.Lookup(ctx, name, out)
-	if e != 0 {
-		return nil, nil, 0, e
-	}
-	cn, ok := ch.Operations().(*Node)
-	if !ok {
-		return nil, nil, 0, syscall.EIO
-	}
-	if cn.typ() != syscall.S_IFREG {
-		return nil, nil, 0, syscall.EISDIR
-	}
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
-	if e := cn.truncOpen(c, flags); e != 0 {
-		return nil, nil, 0, e
-	}
-	return ch, nil, n.openFlags(0), 0
+	return nil, nil, 0, syscall.ENOSYS
 }
 
 var _ = (gofs.NodeMkdirer)((*Node)(nil))

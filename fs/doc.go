@@ -16,7 +16,7 @@
 //	FALLOCATE punch/zero/collapse/insert   the bytes it destroys or moves
 //	SETATTR mode/owner/times    the attributes (first touch)
 //	SETXATTR, REMOVEXATTR       the old value, or its absence
-//	CREATE, MKDIR, MKNOD, SYMLINK, LINK   "did not exist"
+//	MKNOD (also open O_CREAT), MKDIR, SYMLINK, LINK   "did not exist"
 //	UNLINK, RMDIR               the inode, moved aside (package aside)
 //	RENAME                      the rename; a replaced target, kept aside;
 //	                            a whiteout left behind, as a creation

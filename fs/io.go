@@ -24,8 +24,8 @@ import (
 // SETATTR of the size, since cowfs does not negotiate atomic O_TRUNC.
 //
 // No request carries a handle: once opens are off the kernel sends no
-// RELEASE either, except one for each file CREATE opened, which go-fuse
-// answers without calling the node; CREATE returns no handle. A request
+// RELEASE either, and since CREATE is declined too (Node.Create), no
+// file is opened by a request that would need one. A request
 // is served through a descriptor of the node's own inode, opened
 // following no symlink and kept for the next ones (handle.go, iofd.go):
 // the same file a handle would have held. A file made with O_TMPFILE is

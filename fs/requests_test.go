@@ -18,7 +18,7 @@ func TestRequestsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := m.Requests()
-	for _, op := range []string{"CREATE", "WRITE", "MKDIR"} {
+	for _, op := range []string{"MKNOD", "WRITE", "MKDIR"} {
 		if after[op] <= before[op] {
 			t.Errorf("%s: %d before, %d after", op, before[op], after[op])
 		}

@@ -18,36 +18,6 @@ import (
 // journaled, as far as they existed when the epoch began and are not
 // journaled already; appends journal nothing but the first touch.
 
-// truncOpen does in change c what an OPEN of n with O_TRUNC would do
-// to the backing file: journal the content it is about to cut off,
-// then cut it, as the caller (creds.go). It keeps no handle (io.go).
-func (n *Node) truncOpen(c *change, flags uint32) syscall.Errno {
-	if flags&syscall.O_TRUNC == 0 || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
-		return 0
-	}
-	if err := n.beforeContent(c, -1, 0, toEnd, journal.CauseWrite); err != nil {
-		return errno(err)
-	}
-	fd, done, e := n.ioFile(syscall.O_RDWR)
-	if e != 0 {
-		return e
-	}
-	defer done()
-	// The kernel thought the name did not exist, so it checked no write
-	// permission on the file: the truncation is the caller's to do.
-	err := asCaller(c.who(), func() error {
-		w, err := backing.Reopen(fd, syscall.O_WRONLY|syscall.O_TRUNC)
-		if err == nil {
-			unix.Close(w)
-		}
-		return err
-	})
-	if err != nil {
-		return errno(err)
-	}
-	return errno(killPriv(fd, c.who()))
-}
-
 // beforeContent journals what a change to bytes [lo, hi) of n is about
 // to destroy: n's attributes at its first touch in the epoch, then the
 // pre-image of those bytes. fd is a readable descriptor of n the change
