@@ -7,11 +7,12 @@ import (
 )
 
 // AppendEvents writes every event, in order, with consecutive sequence
-// numbers, across more than one transaction.
+// numbers, across several entries of the record log, and leaves no more
+// of them waiting for Badger than its bound.
 func TestAppendEvents(t *testing.T) {
 	j := TestJournal(t, Options{})
 	type detail struct{ Path string }
-	const n = 20000 // about 2 MiB encoded: several transactions
+	const n = 20000 // about 2 MiB encoded: ten entries
 	ds := make([]any, n)
 	for i := range ds {
 		ds[i] = detail{fmt.Sprintf("dir/file-%06d", i)}
@@ -22,6 +23,9 @@ func TestAppendEvents(t *testing.T) {
 	}
 	if got := j.NextSeq() - first; got != n {
 		t.Fatalf("%d sequence numbers taken, want %d", got, n)
+	}
+	if b := j.wal.backlog(); b > 4*walApplyOps+eventBatch {
+		t.Fatalf("%d operations wait for Badger", b)
 	}
 	i := 0
 	err := j.Scan(first, 0, false, func(r *Record) error {

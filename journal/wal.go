@@ -284,6 +284,13 @@ func (l *recordLog) log(build func() ([]walOp, error)) error {
 	return nil
 }
 
+// backlog is how many logged operations Badger does not have yet.
+func (l *recordLog) backlog() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}
+
 // chunk returns the index entry of chunk h that a logged record holds
 // and Badger may not have yet.
 func (l *recordLog) chunk(h [32]byte) ([]byte, bool) {
