@@ -178,10 +178,14 @@ func lockDir(dir string) (*os.File, error) {
 
 func (j *Journal) init() error {
 	var err error
+	// Each chunk (at most ChunkSize) is a frame of its own, so a window
+	// of ChunkSize loses no match; the default kept 4 MiB of history
+	// live, beside the daemon's 80 MiB heap limit.
 	j.enc, err = zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true))
+		zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(ChunkSize))
 	if err != nil {
 		return fmt.Errorf("journal: zstd: %w", err)
 	}

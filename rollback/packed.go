@@ -29,9 +29,15 @@ type packed struct {
 // to reach any step in it.
 const packSteps = 512
 
+// packWindow is the zstd window of a part: several times the 13 KB a
+// part of 512 steps takes with paths of common length.
+const packWindow = 256 << 10
+
 var (
+	// Parts are compressed one by one, so a window past a part's size
+	// buys nothing; the default kept 4 MiB of history live.
 	packEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(packWindow))
 	packDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 )
 
