@@ -58,6 +58,7 @@ func (j *Journal) AppendEvents(name string, details []any) error {
 			if err := j.wal.apply(); err != nil {
 				return fmt.Errorf("journal: record events: %w", err)
 			}
+			j.trimMapped() // the tables a burst of events makes stay mapped, dirty, until trimmed
 		}
 	}
 	return nil
