@@ -49,8 +49,8 @@ func (d noOpendir) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Statu
 }
 
 // opened runs serve with *fh set to a handle of h's directory, opened
-// for it and released after. A request that carries a handle (an open
-// from before the kernel learnt of no_opendir) is served as it is.
+// for it and released after. A request that carries a handle is served
+// through it (none should: every OPENDIR is refused).
 func (d noOpendir) opened(cancel <-chan struct{}, h *fuse.InHeader, fh *uint64, serve func() fuse.Status) fuse.Status {
 	if *fh != 0 {
 		return serve()
