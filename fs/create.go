@@ -106,15 +106,12 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 
 var _ = (gofs.NodeCreater)((*Node)(nil))
 
-// Create declines, as Open does (io.go): the kernel then stops sending
-// CREATE and makes a file that open(O_CREAT) creates with MKNOD, and
-// opens it without asking, like any other file. A CREATE was an OPEN
-// too, which the daemon had to answer in the same request, and whose
-// RELEASE the kernel sent at close until an OPEN had taught it no_open;
-// and a CREATE of a name made behind the mount's back needed an answer
-// of its own (make: ESTALE covers it for every creation). The kernel
-// skips the permission check on opening a file the same call created,
-// so a file created read-only is still writable through that
+// Create declines, as Open does (io.go): the kernel then makes a file
+// that open(O_CREAT) creates with MKNOD and opens it without asking,
+// like any other file, so a creation is one kind of request, and a name
+// made behind the mount's back is answered in one place (make). The
+// kernel skips the permission check on opening a file the same call
+// created, so a file created read-only is still writable through that
 // descriptor, as natively.
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	return nil, nil, 0, syscall.ENOSYS

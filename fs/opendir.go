@@ -49,12 +49,9 @@ func (d noOpendir) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Statu
 }
 
 // opened runs serve with *fh set to a handle of h's directory, opened
-// for it and released after. A request that carries a handle is served
-// through it (none should: every OPENDIR is refused).
+// for it and released after (every OPENDIR is refused, so the kernel
+// gives none).
 func (d noOpendir) opened(cancel <-chan struct{}, h *fuse.InHeader, fh *uint64, serve func() fuse.Status) fuse.Status {
-	if *fh != 0 {
-		return serve()
-	}
 	in := fuse.OpenIn{InHeader: *h, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
 	var out fuse.OpenOut
 	if st := d.RawFileSystem.OpenDir(cancel, &in, &out); !st.Ok() {
