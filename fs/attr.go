@@ -25,6 +25,7 @@ func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 		return e
 	}
 	n.attrOut(&out.Attr, st)
+	n.answered(st.Mtim.Nano(), st.Size)
 	return 0
 }
 
@@ -42,6 +43,7 @@ func (n *Node) Statx(ctx context.Context, f gofs.FileHandle, flags, mask uint32,
 		return errno(err)
 	}
 	out.FromStatx(&st)
+	n.answered(st.Mtime.Sec*1e9+int64(st.Mtime.Nsec), int64(st.Size))
 	out.Ino = n.StableAttr().Ino
 	if k := n.fs.rec.aside.Links(st.Ino); k > 0 {
 		out.Nlink -= min(k, out.Nlink)

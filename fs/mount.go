@@ -107,6 +107,7 @@ func New(cfg Config) (*Mount, error) {
 		timeout = 0
 	}
 	root.fs.keepCache = timeout > 0
+	root.fs.explicitData = timeout >= explicitDataFrom
 	opts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:            cfg.FsName,
@@ -131,8 +132,10 @@ func New(cfg Config) (*Mount, error) {
 			// (third_party/go-fuse/fuse/inline.go; docs/design.md,
 			// "Serving requests").
 			ServeInline: true,
-			Debug:       cfg.Debug,
-			Logger:      log.New(slogWriter{logger}, "", 0),
+			// Pages survive the daemon's own writes (coherence.go).
+			ExplicitDataCacheControl: root.fs.explicitData,
+			Debug:                    cfg.Debug,
+			Logger:                   log.New(slogWriter{logger}, "", 0),
 		},
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,

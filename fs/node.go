@@ -40,6 +40,8 @@ type Node struct {
 	// used is set by a request on the node and cleared by the trimmer
 	// (trim.go).
 	used atomic.Bool
+	// stamp is the content the kernel was last told of (coherence.go).
+	stamp contentStamp
 }
 
 // filesystem is what every node of one mount shares.
@@ -49,13 +51,16 @@ type filesystem struct {
 	tree      *backing.Tree
 	rootDev   uint64
 	keepCache bool // let the kernel keep pages and listings across opens
-	orphans   orphans
-	fds       fdCache
-	ioGen     atomic.Uint64 // advanced by rollbacks: content descriptors kept before are not used (iofd.go)
-	dev       atomic.Uint64 // the mount's device number, once mounted
-	bg        sync.WaitGroup
-	umasks    umasks // of creating requests in flight (umask.go)
-	trim      *trimmer
+	// explicitData: the kernel keeps pages across attribute changes
+	// and the daemon invalidates them (coherence.go).
+	explicitData bool
+	orphans      orphans
+	fds          fdCache
+	ioGen        atomic.Uint64 // advanced by rollbacks: content descriptors kept before are not used (iofd.go)
+	dev          atomic.Uint64 // the mount's device number, once mounted
+	bg           sync.WaitGroup
+	umasks       umasks // of creating requests in flight (umask.go)
+	trim         *trimmer
 }
 
 // apart runs fn in a goroutine of its own, joined before the mount's
@@ -221,6 +226,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	}
 	if cn, ok := ch.Operations().(*Node); ok {
 		cn.saw(ctx)
+		cn.answered(st.Mtim.Nano(), st.Size)
 	}
 	return ch, 0
 }

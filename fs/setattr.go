@@ -57,6 +57,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if err := n.beforeContent(c, file, lo, toEnd, cause); err != nil {
 		return errno(err)
 	}
+	n.changing()
 	if setsMode {
 		if err := backing.Chmod(fd, mode); err != nil {
 			return errno(err)
@@ -99,6 +100,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}
 	}
 	n.attrOut(&out.Attr, st)
+	n.answered(st.Mtim.Nano(), st.Size)
 	return 0
 }
 

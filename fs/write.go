@@ -112,6 +112,7 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	if err := killPriv(fd, c.who()); err != nil {
 		return 0, errno(err)
 	}
+	n.changing()
 	var w int
 	var err error
 	if len(data) == 1 {
@@ -144,6 +145,7 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint6
 	if err := n.beforeContent(c, fd, lo, hi, journal.CauseWrite); err != nil {
 		return errno(err)
 	}
+	n.changing()
 	return errno(unix.Fallocate(fd, mode, int64(off), int64(size)))
 }
 
