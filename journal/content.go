@@ -145,7 +145,8 @@ func (j *Journal) ReadContent(r *Record, fn func(off int64, b []byte) error) err
 // and committing its record leaves: references of records that do not
 // exist (a record with very many chunks commits its references first,
 // see Append), then index entries no record references. Their bytes in
-// packs become unused space, for reclaim.
+// packs become unused space, for reclaim. The entries that stay fill
+// the chunk filter (filter.go).
 func (j *Journal) sweepOrphanChunks() error {
 	var refs, orphans [][]byte
 	err := j.db.View(func(txn *badger.Txn) error {
@@ -182,6 +183,8 @@ func (j *Journal) sweepOrphanChunks() error {
 			ri.Seek(p)
 			if !ri.ValidForPrefix(p) {
 				orphans = append(orphans, it.Item().KeyCopy(nil))
+			} else {
+				j.chunks.add(h)
 			}
 		}
 		return nil

@@ -60,10 +60,11 @@ type Journal struct {
 	// committed.
 	content sync.RWMutex
 
-	packs     *packs     // where content lives (pack.go)
-	progress  *os.File   // how far the running rollback got (progress.go)
-	reclaimMu sync.Mutex // one reclaim at a time (reclaim.go)
-	pruneMu   sync.Mutex // one prune at a time, early or not (space.go)
+	packs     *packs       // where content lives (pack.go)
+	chunks    *chunkFilter // which chunks the index may hold (filter.go)
+	progress  *os.File     // how far the running rollback got (progress.go)
+	reclaimMu sync.Mutex   // one reclaim at a time (reclaim.go)
+	pruneMu   sync.Mutex   // one prune at a time, early or not (space.go)
 
 	// Running estimates of the bytes on disk and of Badger's tables,
 	// measured at open and after each reclaim, counted up by appends
@@ -100,7 +101,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("%w: the journal in %s cannot be opened (%v); nothing in the workspace was touched. "+
 			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
-	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger}
+	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: newChunkFilter(0)}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}
