@@ -43,7 +43,9 @@ func (n *Node) Statx(ctx context.Context, f gofs.FileHandle, flags, mask uint32,
 		return errno(err)
 	}
 	out.FromStatx(&st)
-	n.answered(st.Mtime.Sec*1e9+int64(st.Mtime.Nsec), int64(st.Size))
+	if st.Mask&(unix.STATX_MTIME|unix.STATX_SIZE) == unix.STATX_MTIME|unix.STATX_SIZE {
+		n.answered(st.Mtime.Sec*1e9+int64(st.Mtime.Nsec), int64(st.Size))
+	}
 	out.Ino = n.StableAttr().Ino
 	if k := n.fs.rec.aside.Links(st.Ino); k > 0 {
 		out.Nlink -= min(k, out.Nlink)
