@@ -132,6 +132,13 @@ func New(cfg Config) (*Mount, error) {
 			// (third_party/go-fuse/fuse/inline.go; docs/design.md,
 			// "Serving requests").
 			ServeInline: true,
+			// Reads are answered with bytes (Node.Read), never a
+			// descriptor to splice from; yet with splicing allowed,
+			// go-fuse wrote each answer's header into a pipe before
+			// finding it had nothing to splice, then drained the
+			// pipe: three syscalls more per READ, and a wake-up of
+			// a runtime thread, since its pipes are in Go's poller.
+			DisableSplice: true,
 			// Pages survive the daemon's own writes (coherence.go).
 			ExplicitDataCacheControl: root.fs.explicitData,
 			Debug:                    cfg.Debug,
