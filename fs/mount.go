@@ -159,7 +159,7 @@ func New(cfg Config) (*Mount, error) {
 	// knows the node.
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
-	root.fs.orphans.left = func(p string) { root.fs.apart(func() { root.fs.freeKept(p) }) }
+	root.fs.orphans.left = func(p string) { root.fs.later(func() { root.fs.freeKept(p) }) }
 	var inner fuse.RawFileSystem = umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}
 	if root.fs.keepCache {
 		inner = noOpendir{inner} // opendir.go

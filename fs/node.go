@@ -59,7 +59,8 @@ type filesystem struct {
 	ioGen        atomic.Uint64 // advanced by rollbacks: content descriptors kept before are not used (iofd.go)
 	dev          atomic.Uint64 // the mount's device number, once mounted
 	bg           sync.WaitGroup
-	umasks       umasks // of creating requests in flight (umask.go)
+	queue        laterQueue // work for the next batch (later.go)
+	umasks       umasks     // of creating requests in flight (umask.go)
 	trim         *trimmer
 }
 

@@ -131,13 +131,13 @@ var _ = (gofs.NodeOnForgetter)((*Node)(nil))
 // still in use: a descriptor closed too early is opened again when
 // needed, and FreeDeferred checks. go-fuse holds its locks here, so
 // nothing may wait: the descriptor is closed at once if no request is
-// using it, else apart, like the aside entry.
+// using it, else later (later.go), like the aside entry.
 func (n *Node) OnForget() {
 	if !n.fs.fds.tryForget(n) {
-		n.fs.apart(func() { n.fs.fds.forget(n) })
+		n.fs.later(func() { n.fs.fds.forget(n) })
 	}
 	if p := n.movedTo.Load(); p != nil {
-		n.fs.apart(func() { n.fs.freeKept(*p) })
+		n.fs.later(func() { n.fs.freeKept(*p) })
 	}
 }
 
