@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Keeping the kernel's page cache of a regular file across the daemon's own
-// writes.
+// Keeping the kernel's page cache of a regular file across the
+// daemon's own writes.
 //
 // With the kernel's auto_inval_data, any reply carrying attributes
 // whose mtime or size differs from what the kernel last saw drops the
