@@ -79,10 +79,10 @@ func (b *bloomLayer) mayHold(h [32]byte) bool {
 	return b.probes(h, func(bit uint64) bool { return b.words[bit/64].Load()&(1<<(bit%64)) != 0 })
 }
 
-// newChunkFilter returns an empty filter sized for about keys chunks.
-func newChunkFilter(keys int64) *chunkFilter {
+// newChunkFilter returns an empty filter; it grows with what is added.
+func newChunkFilter() *chunkFilter {
 	f := &chunkFilter{}
-	layers := []*bloomLayer{newBloomLayer(max(keys, bloomMinKeys))}
+	layers := []*bloomLayer{newBloomLayer(bloomMinKeys)}
 	f.layers.Store(&layers)
 	return f
 }

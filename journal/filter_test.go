@@ -17,7 +17,7 @@ func testHash(i int) [32]byte {
 // Every chunk added is a "maybe" however far the filter grew, and few
 // chunks never added are.
 func TestChunkFilter(t *testing.T) {
-	f := newChunkFilter(0)
+	f := newChunkFilter()
 	const n = 5 * bloomMinKeys
 	for i := range n {
 		f.add(testHash(i))

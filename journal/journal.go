@@ -101,7 +101,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("%w: the journal in %s cannot be opened (%v); nothing in the workspace was touched. "+
 			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
-	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: newChunkFilter(0)}
+	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: newChunkFilter()}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}
