@@ -70,6 +70,7 @@ type Journal struct {
 	// measured at open and after each reclaim, counted up by appends
 	// between (space.go).
 	used, lsm atomic.Int64
+	space     freeSpace // the last reading of the free space (freespace.go)
 	dropAside atomic.Pointer[func(string) error]
 
 	notify notifier
@@ -102,6 +103,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
 	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: newChunkFilter()}
+	j.space.read = j.statfs
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}

@@ -35,10 +35,11 @@ import (
 // filesystem to less than two memtables free, no turn leaves the
 // window: the change is refused, and every turn stays.
 //
-// The check is a statfs per record, not amortized over several: a
-// reading even 50 ms old let a record through after another process
-// had filled the filesystem, and Badger's next write through its
-// mappings could have killed the daemon (TestJournalFilesystemFull).
+// The check reads the free space with statfs, afresh for each record
+// unless more than plenty is free (freespace.go): a reading even 50 ms
+// old once let a record through after another process had filled the
+// filesystem, and Badger's next write through its mappings could have
+// killed the daemon (TestJournalFilesystemFull).
 
 // Reasons a turn leaves the window, in turn_pruned events.
 const (
@@ -125,18 +126,17 @@ func (j *Journal) fits(n int64, exclusive bool) (why, detail string, err error) 
 			return PruneMaxSize, fmt.Sprintf("the journal takes %d bytes, %d more may be needed, and --max-journal-size is %d", used, n, max), nil
 		}
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(j.dir, &st); err != nil {
+	reserve := j.reserve()
+	free, err := j.space.take(n, reserve)
+	if err != nil {
 		// The directory is gone or unreadable: nothing more can be
 		// recorded there. The health check says best why.
-		err = fmt.Errorf("statfs %s: %w", j.dir, err)
 		if cerr := j.check(); cerr != nil {
 			err = cerr
 		}
 		j.fail(err)
 		return "", "", j.Broken()
 	}
-	free, reserve := freeOf(&st), j.reserve()
 	if free-n < reserve {
 		return PruneNoSpace, fmt.Sprintf("%d bytes are free on the journal's filesystem, %d more may be needed and %d are kept for Badger", free, n, reserve), nil
 	}
@@ -147,11 +147,17 @@ func freeOf(st *syscall.Statfs_t) int64 { return int64(st.Bavail) * st.Bsize }
 
 // free returns the free space of the journal's filesystem (0 if unknown).
 func (j *Journal) free() int64 {
+	n, _ := j.statfs()
+	return n
+}
+
+// statfs reads the free space of the journal's filesystem.
+func (j *Journal) statfs() (int64, error) {
 	var st syscall.Statfs_t
-	if syscall.Statfs(j.dir, &st) != nil {
-		return 0
+	if err := syscall.Statfs(j.dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", j.dir, err)
 	}
-	return freeOf(&st)
+	return freeOf(&st), nil
 }
 
 // pruneEarly makes room for n bytes that do not fit for reason why: it
