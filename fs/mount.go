@@ -107,6 +107,7 @@ func New(cfg Config) (*Mount, error) {
 		timeout = 0
 	}
 	root.fs.keepCache = timeout > 0
+	root.fs.attrTimeout = timeout
 	root.fs.explicitData = timeout >= explicitDataFrom
 	opts := &gofs.Options{
 		MountOptions: fuse.MountOptions{

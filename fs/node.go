@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -51,6 +52,9 @@ type filesystem struct {
 	tree      *backing.Tree
 	rootDev   uint64
 	keepCache bool // let the kernel keep pages and listings across opens
+	// attrTimeout is how long the kernel may keep attributes the
+	// daemon answers with.
+	attrTimeout time.Duration
 	// explicitData: the kernel keeps pages across attribute changes
 	// and the daemon invalidates them (coherence.go).
 	explicitData bool

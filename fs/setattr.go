@@ -100,6 +100,10 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}
 	}
 	n.attrOut(&out.Attr, st)
+	// go-fuse sets the attribute timeout of GETATTR answers, not of
+	// SETATTR's: without this the kernel would ask again at the next
+	// stat.
+	out.SetTimeout(n.fs.attrTimeout)
 	n.answered(st.Mtim.Nano(), st.Size)
 	return 0
 }
