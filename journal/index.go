@@ -28,7 +28,8 @@ func (j *Journal) newIndexWriter() *indexWriter { return &indexWriter{j: j} }
 // applied): the log lets go of an entry only once Badger has it, so an
 // entry is never missed between the two — a snapshot of Badger taken
 // before the log let go of it would miss it. The chunk filter answers
-// first for nearly every new chunk (filter.go).
+// first for nearly every new chunk (filter.go), the chunks found before
+// for old ones (present.go).
 func (w *indexWriter) has(h [32]byte) (bool, error) {
 	if w.added[h] {
 		return true, nil
@@ -39,12 +40,16 @@ func (w *indexWriter) has(h [32]byte) (bool, error) {
 	if !w.j.chunks.mayHold(h) {
 		return false, nil // filter.go
 	}
+	if w.j.present.has(h) {
+		return true, nil // present.go
+	}
 	err := w.j.db.DB.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(chunkKey(h))
 		return err
 	})
 	switch {
 	case err == nil:
+		w.j.present.add(h)
 		return true, nil
 	case errors.Is(err, badger.ErrKeyNotFound):
 		return false, nil

@@ -60,11 +60,12 @@ type Journal struct {
 	// committed.
 	content sync.RWMutex
 
-	packs     *packs       // where content lives (pack.go)
-	chunks    *chunkFilter // which chunks the index may hold (filter.go)
-	progress  *os.File     // how far the running rollback got (progress.go)
-	reclaimMu sync.Mutex   // one reclaim at a time (reclaim.go)
-	pruneMu   sync.Mutex   // one prune at a time, early or not (space.go)
+	packs     *packs        // where content lives (pack.go)
+	chunks    *chunkFilter  // which chunks the index may hold (filter.go)
+	present   presentChunks // chunks found in the index (present.go)
+	progress  *os.File      // how far the running rollback got (progress.go)
+	reclaimMu sync.Mutex    // one reclaim at a time (reclaim.go)
+	pruneMu   sync.Mutex    // one prune at a time, early or not (space.go)
 
 	// Running estimates of the bytes on disk and of Badger's tables,
 	// measured at open and after each reclaim, counted up by appends

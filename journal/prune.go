@@ -118,6 +118,7 @@ func (j *Journal) reportPruned(gone []Turn, reason string, gateHeld bool) error 
 func (j *Journal) dropRecords(recs []*Record) error {
 	j.content.Lock()
 	defer j.content.Unlock()
+	j.present.forget()
 	var keys [][]byte
 	touched := map[[32]byte]bool{}
 	for _, r := range recs {
