@@ -50,7 +50,7 @@ type contentStamp struct {
 // changing notes that the daemon is about to change n's content or
 // times.
 func (n *Node) changing() {
-	if n.fs.explicitData {
+	if n.fs.explicitData() {
 		n.stamp.changed.Store(true)
 	}
 }
@@ -59,7 +59,7 @@ func (n *Node) changing() {
 // with, and invalidates its pages if they moved with no change through
 // the mount since the last answer.
 func (n *Node) answered(mtime, size int64) {
-	if !n.fs.explicitData || n.typ() != syscall.S_IFREG {
+	if !n.fs.explicitData() || n.typ() != syscall.S_IFREG {
 		return
 	}
 	changed := n.stamp.changed.Swap(false)

@@ -30,7 +30,7 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 		return nil, 0, e
 	}
 	var fl uint32
-	if n.fs.keepCache {
+	if n.fs.keepCache() {
 		fl |= fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
 	}
 	fh := ds.(gofs.FileHandle)

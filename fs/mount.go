@@ -106,9 +106,7 @@ func New(cfg Config) (*Mount, error) {
 	case timeout < 0:
 		timeout = 0
 	}
-	root.fs.keepCache = timeout > 0
-	root.fs.attrTimeout = timeout
-	root.fs.explicitData = timeout >= explicitDataFrom
+	root.fs.cacheTimeout = timeout
 	opts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:            cfg.FsName,
@@ -141,7 +139,7 @@ func New(cfg Config) (*Mount, error) {
 			// a runtime thread, since its pipes are in Go's poller.
 			DisableSplice: true,
 			// Pages survive the daemon's own writes (coherence.go).
-			ExplicitDataCacheControl: root.fs.explicitData,
+			ExplicitDataCacheControl: root.fs.explicitData(),
 			Debug:                    cfg.Debug,
 			Logger:                   log.New(slogWriter{logger}, "", 0),
 		},
@@ -162,7 +160,7 @@ func New(cfg Config) (*Mount, error) {
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.later(func() { root.fs.freeKept(p) }) }
 	var inner fuse.RawFileSystem = umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}
-	if root.fs.keepCache {
+	if root.fs.keepCache() {
 		inner = noOpendir{inner} // opendir.go
 	}
 	raw := &counting{RawFileSystem: inner}

@@ -47,17 +47,14 @@ type Node struct {
 
 // filesystem is what every node of one mount shares.
 type filesystem struct {
-	rec       *recorder
-	root      int // O_PATH descriptor of the backing root
-	tree      *backing.Tree
-	rootDev   uint64
-	keepCache bool // let the kernel keep pages and listings across opens
-	// attrTimeout is how long the kernel may keep attributes the
-	// daemon answers with.
-	attrTimeout time.Duration
-	// explicitData: the kernel keeps pages across attribute changes
-	// and the daemon invalidates them (coherence.go).
-	explicitData bool
+	rec     *recorder
+	root    int // O_PATH descriptor of the backing root
+	tree    *backing.Tree
+	rootDev uint64
+	// cacheTimeout is how long the kernel may keep entries and
+	// attributes the daemon answers with (Config.CacheTimeout; 0: not
+	// at all).
+	cacheTimeout time.Duration
 	orphans      orphans
 	fds          fdCache
 	ioGen        atomic.Uint64 // advanced by rollbacks: content descriptors kept before are not used (iofd.go)
@@ -67,6 +64,14 @@ type filesystem struct {
 	umasks       umasks     // of creating requests in flight (umask.go)
 	trim         *trimmer
 }
+
+// keepCache says whether the kernel keeps pages and listings across
+// opens.
+func (fs *filesystem) keepCache() bool { return fs.cacheTimeout > 0 }
+
+// explicitData says whether the kernel keeps pages across attribute
+// changes and the daemon invalidates them (coherence.go).
+func (fs *filesystem) explicitData() bool { return fs.cacheTimeout >= explicitDataFrom }
 
 // apart runs fn in a goroutine of its own, joined before the mount's
 // descriptors close: for work a FUSE callback must not wait for.
@@ -163,7 +168,7 @@ func (n *Node) typ() uint32 { return n.StableAttr().Mode & syscall.S_IFMT }
 // file's pages across opens, since every write reaches it through this
 // mount (a rollback invalidates what it rewrites).
 func (n *Node) openFlags(fl uint32) uint32 {
-	if n.fs.keepCache {
+	if n.fs.keepCache() {
 		fl |= fuse.FOPEN_KEEP_CACHE
 	}
 	return fl

@@ -103,7 +103,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	// go-fuse sets the attribute timeout of GETATTR answers, not of
 	// SETATTR's: without this the kernel would ask again at the next
 	// stat.
-	out.SetTimeout(n.fs.attrTimeout)
+	out.SetTimeout(n.fs.cacheTimeout)
 	n.answered(st.Mtim.Nano(), st.Size)
 	return 0
 }
