@@ -313,8 +313,21 @@ func (a *Area) OpenEntry(name string, flags int) (int, error) {
 	return fd, nil
 }
 
+// ErrReplaced: the entry a move was to take held another inode by the
+// time the move ran — something renamed or exchanged names in the
+// directory between the caller's check and the move. It wraps ESTALE,
+// the errno the FUSE layer answers with.
+var ErrReplaced = errors.New("entry replaced before it could be moved")
+
 // MoveIn renames entry from in directory dir (a descriptor) into the
-// area as name, never replacing an entry there. st is its lstat.
+// area as name, never replacing an entry there. st is the lstat of the
+// inode the caller checked at from.
+//
+// rename(2) takes names, not inodes: if from held another inode by the
+// time it ran, that inode is moved back where it was and MoveIn fails
+// with ErrReplaced, having changed nothing. Should the way back be taken
+// meanwhile too, the inode stays in the area (counted, and freed with
+// name's record) and the error says so.
 func (a *Area) MoveIn(dir int, from, name string, st *unix.Stat_t) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -322,8 +335,22 @@ func (a *Area) MoveIn(dir int, from, name string, st *unix.Stat_t) error {
 	if err := unix.Renameat2(dir, from, a.dir, name, unix.RENAME_NOREPLACE); err != nil {
 		return fmt.Errorf("aside: move %s aside: %w", from, err)
 	}
-	a.count(st.Mode, st.Ino, +1)
-	return nil
+	var got unix.Stat_t
+	if err := unix.Fstatat(a.dir, name, &got, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		a.count(st.Mode, st.Ino, +1)
+		return fmt.Errorf("aside: check %s after moving it aside: %w", from, err)
+	}
+	if got.Ino == st.Ino && got.Dev == st.Dev {
+		a.count(st.Mode, st.Ino, +1)
+		return nil
+	}
+	if err := unix.Renameat2(a.dir, name, dir, from, unix.RENAME_NOREPLACE); err != nil {
+		a.count(got.Mode, got.Ino, +1)
+		return fmt.Errorf("aside: %s held inode %d, not %d, when moved aside, and it cannot go back (%v): it is kept as %s: %w (%w)",
+			from, got.Ino, st.Ino, err, a.Path(name), ErrReplaced, unix.ESTALE)
+	}
+	return fmt.Errorf("aside: %s held inode %d, not %d, when moved aside; put back: %w (%w)",
+		from, got.Ino, st.Ino, ErrReplaced, unix.ESTALE)
 }
 
 // LinkIn makes name in the area a hard link to the non-directory from
@@ -334,6 +361,16 @@ func (a *Area) LinkIn(dir int, from, name string, st *unix.Stat_t) error {
 	}
 	if err := unix.Linkat(dir, from, a.dir, name, 0); err != nil {
 		return fmt.Errorf("aside: keep %s aside: %w", from, err)
+	}
+	// As in MoveIn: the link is to whatever from held when linkat ran.
+	var got unix.Stat_t
+	if err := unix.Fstatat(a.dir, name, &got, unix.AT_SYMLINK_NOFOLLOW); err == nil && (got.Ino != st.Ino || got.Dev != st.Dev) {
+		if err := unix.Unlinkat(a.dir, name, 0); err != nil {
+			a.count(got.Mode, got.Ino, +1)
+			return fmt.Errorf("aside: %s held inode %d, not %d, when kept aside, and %s cannot be removed (%v): %w (%w)",
+				from, got.Ino, st.Ino, a.Path(name), err, ErrReplaced, unix.ESTALE)
+		}
+		return fmt.Errorf("aside: %s held inode %d, not %d, when kept aside: %w (%w)", from, got.Ino, st.Ino, ErrReplaced, unix.ESTALE)
 	}
 	a.count(st.Mode, st.Ino, +1)
 	return nil
