@@ -31,12 +31,30 @@ func Purge(rootFd int, token string) (bool, error) {
 	if err != nil {
 		return false, foreign("it cannot be opened as a directory without following a link (%v)", err)
 	}
-	err = checkOwn(fd, token)
-	unix.Close(fd)
-	if err != nil {
+	defer unix.Close(fd)
+	if err := checkOwn(fd, token); err != nil {
 		return false, err
 	}
-	if err := backing.RemoveAll(rootFd, Dir); err != nil {
+	// Emptied through the descriptor that was checked, then removed by
+	// name only if the name still holds it: whoever can write the
+	// workspace's root can rename Dir away and put another directory
+	// there, and that one is not cowfs's to empty. (Between the last
+	// check and rmdir(2) only an empty directory could be swapped in.)
+	if err := backing.RemoveContents(fd); err != nil {
+		return true, fmt.Errorf("aside: remove %s: %w", Dir, err)
+	}
+	held, err := backing.Fstat(fd)
+	if err != nil {
+		return true, fmt.Errorf("aside: %w", err)
+	}
+	now, _, err := backing.Lstatat(rootFd, Dir)
+	if err != nil {
+		return true, fmt.Errorf("aside: remove %s: %w", Dir, err)
+	}
+	if now.Ino != held.Ino || now.Dev != held.Dev {
+		return true, fmt.Errorf("aside: remove %s: %w", Dir, ErrReplaced)
+	}
+	if err := unix.Unlinkat(rootFd, Dir, unix.AT_REMOVEDIR); err != nil {
 		return true, fmt.Errorf("aside: remove %s: %w", Dir, err)
 	}
 	return true, nil

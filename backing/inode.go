@@ -178,6 +178,27 @@ func RemoveAll(dir int, name string) error {
 	}
 }
 
+// RemoveContents removes everything in the open directory dir (any
+// descriptor of it), as RemoveAll does beneath a name.
+func RemoveContents(dir int) error {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: FdPath(dir), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), FdPath(dir))
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := RemoveAll(fd, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Lstatat stats name in directory dir without following it, and
 // returns with it the inode's birth time as a generation number that
 // tells an inode number reused after a deletion from the one before (1
