@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/ctl"
 )
@@ -130,6 +133,11 @@ func TestOutsideChangeDuringTurn(t *testing.T) {
 	if b, _ := os.ReadFile(w.path("a.txt")); string(b) != "new\n" {
 		t.Fatalf("a.txt through the mount: %q", b)
 	}
+	// The write behind the mount to mixed.txt must land on a later tick
+	// of the kernel's coarse clock than the mount's stamp of its own
+	// write, or its mtime cannot tell the two apart (rescan's package
+	// doc): wait until the file's mtime would move.
+	waitClockTick(t, filepath.Join(w.dir, "mixed.txt"), filepath.Join(filepath.Dir(w.dir), "tick"))
 	w.behind("echo 'changed behind the mount' > a.txt; rm gone.txt; echo 'and behind it' >> mixed.txt")
 	w.sh("echo touched > gone2.txt; rm gone2.txt") // unrelated
 	w.cowfs("turn", "end")
@@ -235,4 +243,32 @@ func TestOutsideChangeAfterWindowMoved(t *testing.T) {
 	}
 	w.rollback("3")
 	w.wantFile("after the rollback", "f.txt", "3\noutside\n")
+}
+
+// waitClockTick waits until a file written now would get an mtime later
+// than the one p has, and later than the present as the fine clock
+// tells it: the kernel stamps files with a clock that moves in ticks of
+// a few milliseconds. probe, a path outside the workspace, is written
+// to find out.
+func waitClockTick(t *testing.T, p, probe string) {
+	t.Helper()
+	defer os.Remove(probe)
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	after := max(st.Mtim.Nano(), time.Now().UnixNano())
+	for {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var pst unix.Stat_t
+		if err := unix.Stat(probe, &pst); err != nil {
+			t.Fatal(err)
+		}
+		if pst.Mtim.Nano() > after {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
