@@ -163,35 +163,6 @@ func (t *Tree) Parent(rel string) (int, string, error) {
 	return fd, name, nil
 }
 
-// Rename renames from to to (both relative to the root) with renameat2
-// flags, resolving both parents beneath the root.
-func (t *Tree) Rename(from, to string, flags uint) error {
-	d1, n1, err := t.Parent(from)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(d1)
-	d2, n2, err := t.Parent(to)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(d2)
-	if err := unix.Renameat2(d1, n1, d2, n2, flags); err != nil {
-		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
-	}
-	return nil
-}
-
-// Empty reports whether the directory rel has no entries.
-func (t *Tree) Empty(rel string) (bool, error) {
-	f, err := t.Open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return EmptyDir(f)
-}
-
 // EmptyDir reports whether the open directory f has no entries.
 func EmptyDir(f *os.File) (bool, error) {
 	names, err := f.Readdirnames(1)
@@ -211,7 +182,12 @@ func (t *Tree) Walk(rel string, fn func(sub string, st *unix.Stat_t) error) erro
 		return err
 	}
 	defer f.Close()
-	return walkDir(f, "", fn)
+	return WalkDir(f, fn)
+}
+
+// WalkDir is Walk beneath the open directory dir.
+func WalkDir(dir *os.File, fn func(sub string, st *unix.Stat_t) error) error {
+	return walkDir(dir, "", fn)
 }
 
 func walkDir(dir *os.File, prefix string, fn func(sub string, st *unix.Stat_t) error) error {
@@ -244,45 +220,4 @@ func walkDir(dir *os.File, prefix string, fn func(sub string, st *unix.Stat_t) e
 		}
 	}
 	return nil
-}
-
-// SetAttr puts back the owner, mode and times of rel (a symlink keeps
-// its mode: Linux has none to set). Owner goes first: chown clears
-// set-id bits that the mode then restores.
-func (t *Tree) SetAttr(rel string, mode, uid, gid uint32, atime, mtime int64, symlink bool) error {
-	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := Chown(fd, int(uid), int(gid)); err != nil {
-		return err
-	}
-	if !symlink {
-		if err := Chmod(fd, mode); err != nil {
-			return err
-		}
-	}
-	return Utimens(fd, unix.NsecToTimespec(atime), unix.NsecToTimespec(mtime))
-}
-
-// Getxattr returns the value of xattr name of rel, and whether it has
-// one.
-func (t *Tree) Getxattr(rel, name string) ([]byte, bool, error) {
-	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
-	if err != nil {
-		return nil, false, err
-	}
-	defer unix.Close(fd)
-	return Getxattr(fd, name)
-}
-
-// Setxattr sets xattr name of rel to value, or removes it if !exists.
-func (t *Tree) Setxattr(rel, name string, value []byte, exists bool) error {
-	fd, err := t.OpenFd(rel, unix.O_PATH, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return PutXattr(fd, name, value, exists)
 }

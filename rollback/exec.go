@@ -3,7 +3,6 @@ package rollback
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -34,7 +34,21 @@ type executor struct {
 	// progress, if set, stores that the steps before next are done,
 	// after each step (see saveProgress).
 	progress func(next int) error
+
+	// retrying: this run goes on with a rollback or unrevert that
+	// stopped at a failed step. A step that fails for a reason of its
+	// own path is then skipped and reported, not stopped at (do), so
+	// that one path that cannot be restored never holds the rest
+	// hostage. Failures to journal still stop the run.
+	retrying bool
 }
+
+// journalError is a failure to journal a step's undo (no space, the
+// journal unusable): no fault of the step's path, so never skipped.
+type journalError struct{ err error }
+
+func (e journalError) Error() string { return e.err.Error() }
+func (e journalError) Unwrap() error { return e.err }
 
 // skipError is a step that must not or cannot run; the reason is
 // reported for its path, the detail logged.
@@ -94,11 +108,21 @@ func (x *executor) do(s *Step) error {
 		x.env.Log.Warn("rollback step failed", "seq", s.Seq, "op", s.Op, "path", s.Path, "path2", s.Path2,
 			"ino", s.Ino, "ino2", s.Ino2, "why", err)
 	}
+	p := stepPath(s)
+	var pe *os.PathError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, "/proc/self/fd/") {
+		pe.Path = p // the descriptor the step acted through: name what it holds
+	}
+	if !strings.Contains(err.Error(), p) {
+		err = fmt.Errorf("%s: %w", p, err)
+	}
 	var se skipError
-	if !errors.As(err, &se) {
-		if p := stepPath(s); !strings.Contains(err.Error(), p) {
-			err = fmt.Errorf("%s: %w", p, err)
-		}
+	var je journalError
+	switch {
+	case errors.As(err, &se):
+	case x.retrying && !errors.As(err, &je):
+		se = skipError{reason: reasonFailed + err.Error()}
+	default:
 		return err
 	}
 	x.skipped = append(x.skipped, s.Seq)
@@ -149,308 +173,90 @@ func (x *executor) identity(st *unix.Stat_t) uint64 {
 	return journal.InodeID(st.Dev, st.Ino, x.env.RootDev)
 }
 
-// stat returns what is at p today and its identity; ok is false if
-// nothing is.
-func (x *executor) stat(p string) (*unix.Stat_t, uint64, bool, error) {
-	st, err := x.env.Tree.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, false, nil
-	}
-	if err != nil {
-		return nil, 0, false, err
-	}
-	return st, x.identity(st), true, nil
-}
-
-// holds checks that p holds identity id.
-func (x *executor) holds(p string, id uint64) (*unix.Stat_t, error) {
-	st, got, ok, err := x.stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, skipError{reasonMismatch, fmt.Sprintf("%s is missing", p)}
-	}
-	if got != id {
-		return nil, skipError{reasonMismatch, fmt.Sprintf("%s is inode %d, not %d", p, got, id)}
-	}
-	return st, nil
-}
-
-// rename renames from to to and tells the observer. A move into or out
-// of the aside area goes through the area, which keeps its link counts.
-func (x *executor) rename(from, to string, flags uint, st *unix.Stat_t) error {
-	if err := x.move(from, to, flags, st); err != nil {
-		return err
-	}
-	if o := x.env.Observer; o != nil {
-		if flags&unix.RENAME_EXCHANGE != 0 {
-			o.Exchanged(from, to)
-		} else {
-			o.Moved(from, to, x.identity(st), st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
-		}
-	}
-	return nil
-}
-
-func (x *executor) move(from, to string, flags uint, st *unix.Stat_t) error {
-	inName, in := aside.Name(to)
-	outName, out := aside.Name(from)
-	if in == out {
-		return x.env.Tree.Rename(from, to, flags)
-	}
-	p := from
-	if out {
-		p = to
-	}
-	dir, name, err := x.env.Tree.Parent(p)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dir)
-	if in {
-		return x.env.Aside.MoveIn(dir, name, inName, st)
-	}
-	return x.env.Aside.MoveOut(outName, dir, name, st)
-}
-
-// remove undoes a creation: the object goes aside, where unrevert can
-// find it.
-func (x *executor) remove(s *Step) error {
-	st, id, ok, err := x.stat(s.Path)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if _, aid, aok, _ := x.stat(aside.Prefix + x.asideName(s)); aok && aid == s.Ino {
-			return nil // done before a crash
-		}
-		return skipError{reason: reasonMismatch}
-	}
-	if id != s.Ino {
-		return skipError{reason: reasonMismatch}
-	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		empty, err := x.env.Tree.Empty(s.Path)
-		if err != nil {
-			return err
-		}
-		if !empty {
-			return skipError{reason: reasonNotEmpty}
-		}
-	}
-	return x.putAside(s, st, id)
-}
-
-// putAside moves what s created (stat st, identity id) aside, journaled
-// first.
-func (x *executor) putAside(s *Step, st *unix.Stat_t, id uint64) error {
-	name := x.asideName(s)
-	if err := x.log.dirent(s.Path); err != nil {
-		return err
-	}
-	rec := &journal.Record{Kind: journal.KindRemove, Path: s.Path, Aside: name, Ino: id,
-		Type: st.Mode & syscall.S_IFMT, Attr: journal.AttrOf(st)}
-	if err := x.log.add(rec, nil); err != nil {
-		return err
-	}
-	return x.rename(s.Path, aside.Prefix+name, unix.RENAME_NOREPLACE, st)
-}
-
-// asideName is the name in the aside area of what step s removes.
-func (x *executor) asideName(s *Step) string { return x.names + fmt.Sprint(s.Seq) }
-
-// recover undoes a removal: the inode kept aside comes back.
-func (x *executor) recover(s *Step) error {
-	ap := aside.Prefix + s.Aside
-	_, id, ok, err := x.stat(s.Path)
-	if err != nil {
-		return err
-	}
-	ast, _, aok, err := x.stat(ap)
-	if err != nil {
-		return err
-	}
-	switch {
-	case ok && id == s.Ino && !aok:
-		return nil // done before a crash
-	case ok:
-		return skipError{reason: reasonOccupied}
-	case !aok:
-		return skipError{reason: reasonNoAside}
-	}
-	if err := x.isKept(s, ast); err != nil {
-		// Something replaced the kept inode behind cowfs's back: it is
-		// not what the workspace held, so it does not go back.
-		return skipError{reasonAsideChanged, ap + ": " + err.Error()}
-	}
-	if err := x.log.dirent(s.Path); err != nil {
-		return err
-	}
-	rec := &journal.Record{Kind: journal.KindRename, Path: ap, Path2: s.Path, Ino: s.Ino, Type: ast.Mode & syscall.S_IFMT}
-	if err := x.log.add(rec, nil); err != nil {
-		return err
-	}
-	return x.rename(ap, s.Path, unix.RENAME_NOREPLACE, ast)
-}
-
-// isKept checks that the aside entry of step s (stat st) is the inode
-// its record kept: the same inode number and, since a filesystem hands
-// a freed number out again, the same type — so nothing put there
-// behind cowfs's back comes into the workspace as a symlink, a device
-// or a directory. (Size, times and owner may have changed since, through
-// other hard links of the inode, and are not compared.)
-func (x *executor) isKept(s *Step, st *unix.Stat_t) error {
-	if id := x.identity(st); id != s.Ino {
-		return fmt.Errorf("inode %d, not %d", id, s.Ino)
-	}
-	r, err := x.record(s.Seq)
-	if err != nil {
-		return err
-	}
-	want := r.Attr.Mode & syscall.S_IFMT
-	if want == 0 {
-		want = r.Type
-	}
-	if got := st.Mode & syscall.S_IFMT; got != want {
-		return fmt.Errorf("type %o, not %o", got, want)
-	}
-	return nil
-}
-
-// renameBack undoes a rename: Path goes back to Path2, then a target it
-// replaced comes back from the aside area.
-func (x *executor) renameBack(s *Step) error {
-	_, idA, okA, err := x.stat(s.Path2)
-	if err != nil {
-		return err
-	}
-	if !(okA && idA == s.Ino) { // not done before a crash
-		st, err := x.holds(s.Path, s.Ino)
-		if err != nil {
-			return err
-		}
-		if okA {
-			return skipError{reason: reasonOccupied}
-		}
-		if err := x.log.dirent(s.Path); err != nil {
-			return err
-		}
-		if err := x.log.dirent(s.Path2); err != nil {
-			return err
-		}
-		rec := &journal.Record{Kind: journal.KindRename, Path: s.Path, Path2: s.Path2, Ino: s.Ino, Type: st.Mode & syscall.S_IFMT}
-		if err := x.log.add(rec, nil); err != nil {
-			return err
-		}
-		if err := x.rename(s.Path, s.Path2, unix.RENAME_NOREPLACE, st); err != nil {
-			return err
-		}
-	}
-	if s.Aside == "" {
-		return nil
-	}
-	return x.recover(&Step{Seq: s.Seq, Op: opRecover, Path: s.Path, Ino: s.Ino2, Aside: s.Aside})
-}
-
-// exchange undoes a RENAME_EXCHANGE by exchanging again.
-func (x *executor) exchange(s *Step) error {
-	_, idA, okA, err := x.stat(s.Path2)
-	if err != nil {
-		return err
-	}
-	_, idB, okB, err := x.stat(s.Path)
-	if err != nil {
-		return err
-	}
-	switch {
-	case okA && okB && idA == s.Ino && idB == s.Ino2:
-		return nil // done before a crash
-	case !(okA && okB && idB == s.Ino && idA == s.Ino2):
-		return skipError{reasonMismatch, fmt.Sprintf("%s is inode %d (want %d), %s is inode %d (want %d)", s.Path, idB, s.Ino, s.Path2, idA, s.Ino2)}
-	}
-	if err := x.log.dirent(s.Path); err != nil {
-		return err
-	}
-	if err := x.log.dirent(s.Path2); err != nil {
-		return err
-	}
-	rec := &journal.Record{Kind: journal.KindRename, Path: s.Path, Path2: s.Path2, Flags: unix.RENAME_EXCHANGE,
-		Ino: s.Ino, Ino2: s.Ino2, Type: s.Type}
-	if err := x.log.add(rec, nil); err != nil {
-		return err
-	}
-	return x.rename(s.Path, s.Path2, unix.RENAME_EXCHANGE, &unix.Stat_t{})
-}
-
 // record reads the whole record a step undoes (records.go).
 func (x *executor) record(seq uint64) (*journal.Record, error) {
 	return x.records.get(x.env.Journal, seq)
 }
 
-// inPlace returns the record an in-place step undoes and the stat of
-// the inode it changes, which must be at the step's path.
-func (x *executor) inPlace(s *Step) (*journal.Record, *unix.Stat_t, error) {
+// inPlace returns the record an in-place step undoes and the inode it
+// changes, opened at the step's path and checked (object.go); the
+// caller closes it.
+func (x *executor) inPlace(s *Step) (*journal.Record, *object, error) {
 	r, err := x.record(s.Seq)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := x.holds(s.Path, s.Ino)
-	return r, st, err
+	o, err := x.openHeld(s.Path, s.Ino)
+	return r, o, err
 }
 
 // attr puts attributes back: size (the bytes cut off are journaled
 // first), owner, mode and times.
 func (x *executor) attr(s *Step) error {
-	r, st, err := x.inPlace(s)
+	r, o, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
-	typ := st.Mode & syscall.S_IFMT
+	defer o.close()
 	cause := journal.CauseMode
 	if s.Dir {
 		cause = journal.CauseDirent
 	}
-	if err := x.log.attr(s.Path, s.Ino, st, cause); err != nil {
+	if err := x.log.attr(s.Path, s.Ino, o.st, cause); err != nil {
 		return err
 	}
-	if typ == syscall.S_IFREG && r.Attr.Size != st.Size {
-		f, err := x.env.Tree.Open(s.Path, os.O_RDWR|unix.O_NOATIME, 0)
+	if o.typ() == syscall.S_IFREG && r.Attr.Size != o.st.Size {
+		f, err := o.file(s.Path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := x.log.data(s.Path, s.Ino, f, st.Size, r.Attr.Size, st.Size); err != nil {
+		if err := x.log.data(s.Path, s.Ino, f, o.st.Size, r.Attr.Size, o.st.Size); err != nil {
 			return err
 		}
 		if err := f.Truncate(r.Attr.Size); err != nil {
 			return err
 		}
 	}
-	a := r.Attr
-	if err := x.env.Tree.SetAttr(s.Path, a.Mode, a.Uid, a.Gid, a.Atime, a.Mtime, typ == syscall.S_IFLNK); err != nil {
+	if err := setAttr(o, r.Attr); err != nil {
 		return err
 	}
-	x.changed(s.Path, s.Ino, st)
+	x.changed(s.Path, s.Ino, o.st)
 	return nil
+}
+
+// setAttr puts back the owner, mode and times of o (a symlink keeps its
+// mode: Linux has none to set). Owner goes first: chown clears set-id
+// bits that the mode then restores.
+func setAttr(o *object, a journal.Attr) error {
+	if err := backing.Chown(o.fd, int(a.Uid), int(a.Gid)); err != nil {
+		return err
+	}
+	if o.typ() != syscall.S_IFLNK {
+		if err := backing.Chmod(o.fd, a.Mode); err != nil {
+			return err
+		}
+	}
+	return backing.Utimens(o.fd, unix.NsecToTimespec(a.Atime), unix.NsecToTimespec(a.Mtime))
 }
 
 // data puts overwritten bytes back; the bytes it overwrites in turn are
 // journaled first.
 func (x *executor) data(s *Step) error {
-	r, st, err := x.inPlace(s)
+	r, o, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
-	f, err := x.env.Tree.Open(s.Path, os.O_RDWR|unix.O_NOATIME, 0)
+	defer o.close()
+	f, err := o.file(s.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := x.log.attr(s.Path, s.Ino, st, journal.CauseWrite); err != nil {
+	if err := x.log.attr(s.Path, s.Ino, o.st, journal.CauseWrite); err != nil {
 		return err
 	}
-	if err := x.log.data(s.Path, s.Ino, f, st.Size, r.Off, r.Off+r.Len); err != nil {
+	if err := x.log.data(s.Path, s.Ino, f, o.st.Size, r.Off, r.Off+r.Len); err != nil {
 		return err
 	}
 	err = x.env.Journal.ReadContent(r, func(off int64, b []byte) error {
@@ -460,23 +266,24 @@ func (x *executor) data(s *Step) error {
 	if err != nil {
 		return err
 	}
-	x.changed(s.Path, s.Ino, st)
+	x.changed(s.Path, s.Ino, o.st)
 	return nil
 }
 
 // xattr puts an extended attribute's old value back, or removes it.
 func (x *executor) xattr(s *Step) error {
-	r, st, err := x.inPlace(s)
+	r, o, err := x.inPlace(s)
 	if err != nil {
 		return err
 	}
-	if err := x.log.xattr(s.Path, s.Ino, r.XattrName, st.Mode&syscall.S_IFMT); err != nil {
+	defer o.close()
+	if err := x.log.xattr(s.Path, o, r.XattrName); err != nil {
 		return err
 	}
-	if err := x.env.Tree.Setxattr(s.Path, r.XattrName, r.XattrValue, r.XattrExisted); err != nil {
+	if err := backing.PutXattr(o.fd, r.XattrName, r.XattrValue, r.XattrExisted); err != nil {
 		return err
 	}
-	x.changed(s.Path, s.Ino, st)
+	x.changed(s.Path, s.Ino, o.st)
 	return nil
 }
 

@@ -120,6 +120,12 @@ const (
 	reasonNoAside      = "the kept inode is missing from the aside area"
 	// reasonAsideChanged: the aside entry is not the inode kept there.
 	reasonAsideChanged = "the kept inode in the aside area was replaced behind cowfs's back"
+	// reasonRaced: between a step's check and its act, something else
+	// took the object's place (object.go); nothing was done to it.
+	reasonRaced = "replaced while the rollback ran: something else took its place"
+	// reasonFailed: the step failed again when a stopped rollback was
+	// retried; its records stay, for a later rollback to try.
+	reasonFailed = "failed, skipped on retry: "
 )
 
 // planner builds a Plan.

@@ -98,7 +98,7 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err := env.Journal.NewRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
-	return finishRollback(env, g, rb, plan, 0)
+	return finishRollback(env, g, rb, plan, 0, false)
 }
 
 // retry goes on with partial rollback rb from the step that failed.
@@ -110,18 +110,20 @@ func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcom
 	if dryRun {
 		return &Outcome{Target: rb.Target, DryRun: true, Report: plan.Report, Counts: Count(plan.Report), Complete: true}, nil
 	}
-	return finishRollback(env, g, rb, plan, rb.Next)
+	return finishRollback(env, g, rb, plan, rb.Next, true)
 }
 
 // finishRollback executes a stored rollback's plan from step from on and
 // marks it done — or partial, if a step failed: then the plan is stored
 // again with what this run learnt (the conflicts it found at run time
 // become planned skips), so that a retry goes on from the failed step
-// and reports the same.
-func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, from int) (*Outcome, error) {
+// and reports the same. A retry (retrying) skips and reports the steps
+// that fail for reasons of their own paths, the one it stopped at
+// included, and goes on (executor.retrying).
+func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, from int, retrying bool) (*Outcome, error) {
 	plan.pack()
-	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID),
-		log: &undoLog{j: env.Journal, g: g, tree: env.Tree, group: rb.ID, root: env.RootDev,
+	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), retrying: retrying,
+		log: &undoLog{j: env.Journal, g: g, group: rb.ID, root: env.RootDev,
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
 	x.progress = saveProgress(env, rb, plan, x, true)
 	failed, ferr := x.run(plan, from)
@@ -294,7 +296,7 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		return finishUnrevert(env, rb, plan)
+		return finishUnrevert(env, rb, plan, true)
 	}
 	env.shedFor(rb.To, env.Journal.NextSeq())
 	recs, err := scanBack(env.Journal, rb.To, env.Journal.NextSeq())
@@ -315,12 +317,12 @@ func Unrevert(env *Env, force bool) (*Outcome, error) {
 	if err := env.Journal.SaveRollback(rb, plan.stored()); err != nil {
 		return nil, err
 	}
-	return finishUnrevert(env, rb, plan)
+	return finishUnrevert(env, rb, plan, false)
 }
 
-func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan) (*Outcome, error) {
+func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, retrying bool) (*Outcome, error) {
 	plan.pack()
-	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID)}
+	x := &executor{env: env, names: fmt.Sprintf("ur%d-", rb.ID), retrying: retrying}
 	x.progress = saveProgress(env, rb, plan, x, false)
 	// An unrevert journals nothing (the rollback's own records are what
 	// it undoes), so a step that fails stops it with an error: the
@@ -368,9 +370,9 @@ func Resume(env *Env) ([]*Outcome, error) {
 		var out *Outcome
 		switch rb.State {
 		case journal.RollbackRunning:
-			out, err = finishRollback(env, g, rb, plan, rb.Next)
+			out, err = finishRollback(env, g, rb, plan, rb.Next, false)
 		case journal.RollbackUnreverting:
-			out, err = finishUnrevert(env, rb, plan)
+			out, err = finishUnrevert(env, rb, plan, false)
 		}
 		if err != nil {
 			return outs, err

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
 )
 
 // A turn that created a tree (npm install, a build directory, an
@@ -116,15 +117,20 @@ func outermost(d string, tops map[string]int, bad map[string]bool, under map[str
 // removeTree runs a remove with folded steps: the whole tree goes aside
 // if it holds only what they name, else they run one by one.
 func (x *executor) removeTree(s *Step) error {
-	st, id, ok, err := x.stat(s.Path)
+	sl, err := x.openSlot(s.Path)
+	if err != nil {
+		return err
+	}
+	defer sl.close()
+	st, id, ok, err := x.statSlot(sl)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return x.remove(s) // done before a crash, or a mismatch it reports
 	}
-	if id == s.Ino && x.holdsOnly(s) {
-		return x.putAside(s, st, id)
+	if id == s.Ino && x.holdsOnly(s, sl) {
+		return x.putAside(s, sl, st, id)
 	}
 	for i := range s.Covers {
 		x.do(&s.Covers[i])
@@ -132,20 +138,25 @@ func (x *executor) removeTree(s *Step) error {
 	return x.remove(s)
 }
 
-// holdsOnly reports whether the directory of s holds nothing but the
-// inodes its folded steps remove, none with a name outside it. A name
-// the aside area keeps only while the kernel uses the inode (a file
-// created and unlinked in the epoch: git's temporary object names, once
-// linked to the object's own) is not one: it is no record's, and stays
-// where it is either way.
-func (x *executor) holdsOnly(s *Step) bool {
+// holdsOnly reports whether the directory of s (in slot sl) holds
+// nothing but the inodes its folded steps remove, none with a name
+// outside it. A name the aside area keeps only while the kernel uses
+// the inode (a file created and unlinked in the epoch: git's temporary
+// object names, once linked to the object's own) is not one: it is no
+// record's, and stays where it is either way.
+func (x *executor) holdsOnly(s *Step, sl *slot) bool {
 	want := make(map[uint64]bool, len(s.Covers))
 	for _, c := range s.Covers {
 		want[c.Ino] = true
 	}
+	dir, err := x.openDir(sl, s.Ino)
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
 	type links struct{ nlink, inTree uint32 }
 	linked := map[uint64]*links{} // inodes with more than one name -> names seen in the tree
-	err := x.env.Tree.Walk(s.Path, func(_ string, st *unix.Stat_t) error {
+	err = backing.WalkDir(dir, func(_ string, st *unix.Stat_t) error {
 		if !want[x.identity(st)] {
 			return errForeign
 		}

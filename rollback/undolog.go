@@ -2,7 +2,6 @@ package rollback
 
 import (
 	"io"
-	"path"
 	"strconv"
 	"syscall"
 
@@ -20,7 +19,6 @@ import (
 type undoLog struct {
 	j     *journal.Journal
 	g     journal.Gate
-	tree  *backing.Tree
 	group uint64
 	root  uint64 // root device
 
@@ -33,7 +31,10 @@ func (u *undoLog) add(rec *journal.Record, src io.ReaderAt) error {
 		return nil
 	}
 	rec.Group = u.group
-	return u.j.Append(u.g, rec, src)
+	if err := u.j.Append(u.g, rec, src); err != nil {
+		return journalError{err}
+	}
+	return nil
 }
 
 // attr journals the attributes (stat st) of id at p before the
@@ -51,21 +52,26 @@ func (u *undoLog) attr(p string, id uint64, st *unix.Stat_t, cause journal.Cause
 	return nil
 }
 
-// dirent journals the attributes of the directory holding p before the
-// rollback changes its entries, so unrevert puts its times back.
-func (u *undoLog) dirent(p string) error {
-	if u == nil {
+// dirent journals the attributes of the directory of slot sl before
+// the rollback changes its entries, so unrevert puts its times back. It
+// stats the directory through the descriptor the step acts in.
+func (u *undoLog) dirent(sl *slot) error {
+	if u == nil || sl.area != "" {
 		return nil
 	}
-	dir := path.Dir(p)
-	if dir == "." {
-		dir = ""
-	}
-	st, err := u.tree.Lstat(dir)
+	st, err := backing.Fstat(sl.dir)
 	if err != nil {
 		return err
 	}
-	return u.attr(dir, journal.InodeID(st.Dev, st.Ino, u.root), st, journal.CauseDirent)
+	return u.attr(sl.dirPath, journal.InodeID(st.Dev, st.Ino, u.root), st, journal.CauseDirent)
+}
+
+// discard withdraws rec, appended for a step that then did nothing.
+func (u *undoLog) discard(rec *journal.Record) error {
+	if u == nil {
+		return nil
+	}
+	return u.j.Discard(rec)
 }
 
 // data journals bytes [lo, hi) of id at p, read from f, as far as the
@@ -79,17 +85,17 @@ func (u *undoLog) data(p string, id uint64, f io.ReaderAt, size, lo, hi int64) e
 	return u.add(rec, f)
 }
 
-// xattr journals the current value of xattr name of id at p.
-func (u *undoLog) xattr(p string, id uint64, name string, typ uint32) error {
-	key := strconv.FormatUint(id, 10) + "/" + name
+// xattr journals the current value of xattr name of o (at p).
+func (u *undoLog) xattr(p string, o *object, name string) error {
+	key := strconv.FormatUint(o.id, 10) + "/" + name
 	if u == nil || u.xattrs[key] {
 		return nil
 	}
-	val, ok, err := u.tree.Getxattr(p, name)
+	val, ok, err := backing.Getxattr(o.fd, name)
 	if err != nil {
 		return err
 	}
-	rec := &journal.Record{Kind: journal.KindXattr, Path: p, Ino: id, Type: typ,
+	rec := &journal.Record{Kind: journal.KindXattr, Path: p, Ino: o.id, Type: o.typ(),
 		XattrName: name, XattrValue: val, XattrExisted: ok}
 	if err := u.add(rec, nil); err != nil {
 		return err
