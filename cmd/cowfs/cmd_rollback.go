@@ -28,7 +28,14 @@ are removed once empty. Paths changed outside turns since TURN began are
 skipped and reported, unless --force. Refused while a turn is open.
 
 The rollback leaves a conversation truncation marker (see 'cowfs markers'), and
-can be undone with 'cowfs unrevert' until the next turn begins.`,
+can be undone with 'cowfs unrevert' until the next turn begins.
+
+A step that fails for another reason than a conflict (an immutable file, an I/O
+error, no space to journal) stops the rollback: it is partial (exit 9), leaves
+no marker, and waits. Run the same rollback again: it goes on from that step,
+and a path that fails again is skipped and reported ("failed, skipped on
+retry"), its change left in effect, so one such path never blocks the rest.
+Only a journal that cannot record stops a retry again.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRollback(opts, ctl.RollbackRequest{To: ctl.TurnRef(args[0]), DryRun: opts.dryRun, Force: opts.force})
@@ -58,7 +65,7 @@ func runRollback(opts rollbackOptions, req ctl.RollbackRequest) error {
 }
 
 // errPartial is the exit of a rollback that did not finish.
-var errPartial = codedError{fmt.Errorf("the rollback did not finish; nothing was marked: fix the cause and run the same rollback again, or undo what it did with 'cowfs unrevert'"), exitPartial}
+var errPartial = codedError{fmt.Errorf("the rollback did not finish; nothing was marked: run the same rollback again (it retries the failed step, and skips and reports it if it fails again), or undo what it did with 'cowfs unrevert'"), exitPartial}
 
 func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 	if opts.json {

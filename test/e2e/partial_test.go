@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -78,6 +79,56 @@ func TestPartialRollbackRetried(t *testing.T) {
 	}
 	w.cowfs("unrevert")
 	sameTree(t, w.mnt, after, "after unreverting the retried rollback")
+}
+
+// A path that keeps failing does not hold the rollback hostage: the
+// first run stops at it, partial; the same rollback again tries it once
+// more, skips it when it fails again, reports why, and finishes the
+// rest — marker and all. Its record stays in effect.
+func TestPartialRollbackFinishedPastStuckPath(t *testing.T) {
+	testenv.NeedTool(t, "chattr")
+	w := newWorkspace(t)
+	w.mnt = filepath.Join(filepath.Dir(w.dir), "view")
+	os.Mkdir(w.mnt, 0o755)
+	w.seed(map[string]string{"a.txt": "one\n", "b.txt": "two\n", "c.txt": "three\n"})
+	w.mount()
+	w.cowfs("turn", "begin", "--anchor", "m1")
+	w.sh("echo ONE > a.txt; echo TWO > b.txt; echo THREE > c.txt") // undone newest first: c, b, a
+	w.cowfs("turn", "end")
+
+	b := filepath.Join(w.dir, "b.txt")
+	if out, err := exec.Command("chattr", "+i", b).CombinedOutput(); err != nil {
+		testenv.Skip(t, "the backing filesystem has no immutable flag: "+string(out))
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", b).Run() })
+
+	res, code := rollbackJSON(w, "1", "--force")
+	if code != 9 || res.Complete {
+		t.Fatalf("rollback with an immutable file: exit %d, %+v", code, res)
+	}
+	if got, _ := os.ReadFile(w.path("a.txt")); string(got) != "ONE\n" {
+		t.Fatalf("a.txt, after the step that failed: %q; want it not reached yet", got)
+	}
+	res, code = rollbackJSON(w, "1", "--force")
+	if code != 0 || !res.Complete || res.Marker == nil || res.Marker.Anchor != "m1" {
+		t.Fatalf("retried rollback past a path that keeps failing: exit %d, %+v", code, res)
+	}
+	if r := pathReason(res, "b.txt"); !strings.Contains(r, "skipped on retry") || !strings.Contains(r, "b.txt") {
+		t.Errorf("b.txt's reason: %q, want it failed and skipped on retry", r)
+	}
+	if res.Counts.Skipped != 1 || res.Counts.Restored != 2 {
+		t.Errorf("counts: %+v, want 2 restored and 1 skipped", res.Counts)
+	}
+	for name, want := range map[string]string{"a.txt": "one\n", "b.txt": "TWO\n", "c.txt": "three\n"} {
+		if got, _ := os.ReadFile(w.path(name)); string(got) != want {
+			t.Errorf("%s after the finished rollback: %q, want %q", name, got, want)
+		}
+	}
+	var tl ctl.TurnList
+	w.cowfsJSON(&tl, "log")
+	if len(tl.Turns) != 1 || tl.Turns[0].State != ctl.StateReverted {
+		t.Errorf("turns after the finished rollback: %+v", tl.Turns)
+	}
 }
 
 // The journal's filesystem fills up between a turn and its rollback:
