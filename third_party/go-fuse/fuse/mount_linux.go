@@ -16,7 +16,11 @@ import (
 )
 
 func unixgramSocketpair() (l, r *os.File, err error) {
-	fd, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
+	// Close-on-exec, so that a child another goroutine starts meanwhile
+	// cannot take the /dev/fuse descriptor that fusermount sends. The
+	// half passed to fusermount is dup'ed without the flag (os/exec's
+	// ProcAttr.Files).
+	fd, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair",
 			err.(syscall.Errno))
@@ -46,7 +50,11 @@ func mountDirect(mountPoint string, opts *MountOptions, ready chan<- error) (fd 
 		return
 	}
 
-	fd, err = syscall.Open("/dev/fuse", os.O_RDWR, 0) // use syscall.Open since we want an int fd
+	// Close-on-exec: a program the file system execs that kept this
+	// descriptor could read the kernel's requests and answer them. (The
+	// mount below takes the descriptor by number; the flag does not
+	// matter to it.) Use syscall.Open since we want an int fd.
+	fd, err = syscall.Open("/dev/fuse", os.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
@@ -195,9 +203,9 @@ func mount(mountPoint string, opts *MountOptions, ready chan<- error) (fd int, e
 			return
 		}
 	}
-	// golang sets CLOEXEC on file descriptors when they are
-	// acquired through normal operations (e.g. open).
-	// Buf for fd, we have to set CLOEXEC manually
+	// A descriptor fusermount sent is close-on-exec already (net reads
+	// it with MSG_CMSG_CLOEXEC), but one passed in with the /dev/fd/N
+	// mountpoint need not be.
 	syscall.CloseOnExec(fd)
 	close(ready)
 	return fd, err

@@ -10,7 +10,7 @@ import (
 )
 
 func pollHack(mountPoint string) error {
-	fd, err := syscall.Open(filepath.Join(mountPoint, pollHackName), syscall.O_RDONLY, 0)
+	fd, err := syscall.Open(filepath.Join(mountPoint, pollHackName), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}

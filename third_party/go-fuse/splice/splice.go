@@ -60,7 +60,7 @@ func init() {
 // We empty pipes by splicing to /dev/null.
 func devNullFD() int {
 	devNullFDOnce.Do(func() {
-		fd, err := syscall.Open("/dev/null", os.O_WRONLY, 0)
+		fd, err := syscall.Open("/dev/null", os.O_WRONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			panic(fmt.Sprintf("failed to open /dev/null: %s", err))
 		}
