@@ -68,6 +68,7 @@ or the nearest parent with a mounted workspace).
 }
 
 func main() {
+	closeInheritedOnExec() // inherited.go
 	if os.Getenv(execEnv) != "" {
 		execCommand() // cowfs run's command, on its way (run_exec.go)
 	}

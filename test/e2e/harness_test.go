@@ -28,6 +28,9 @@ type workspace struct {
 	pids  []int  // daemons this test started
 	// daemonEnv is added to the environment of the daemons mount starts.
 	daemonEnv []string
+	// inherit are descriptors cowfs mount and cowfs run inherit from
+	// the test, as from a careless parent (fdleak_test.go).
+	inherit []*os.File
 }
 
 func newWorkspace(t testing.TB) *workspace {
@@ -100,6 +103,7 @@ func (w *workspace) mount(flags ...string) {
 	}
 	cmd := exec.Command(cowfsBin, append(args, w.dir)...)
 	cmd.Env = append(w.env(), w.daemonEnv...)
+	cmd.ExtraFiles = w.inherit
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("cowfs mount: %v: %s", err, out)

@@ -48,6 +48,7 @@ func (w *workspace) startCommand(flags []string, argv ...string) *running {
 	args = append(append(args, "--"), argv...)
 	r := &running{t: w.t.(*testing.T), cmd: exec.Command(cowfsBin, args...)}
 	r.cmd.Env = w.env()
+	r.cmd.ExtraFiles = w.inherit
 	r.cmd.Stderr = &r.stderr
 	// A process group of its own, as a shell gives a job: a signal to
 	// the group reaches cowfs run, not the test.
