@@ -42,6 +42,9 @@ type Options struct {
 	CacheTimeout time.Duration
 	// MaxNodes bounds the nodes the kernel keeps known (see fs.Config).
 	MaxNodes int
+	// NoSuid and NoDev mount the view nosuid and nodev whatever the
+	// backing filesystem allows (see fs.Config).
+	NoSuid, NoDev bool
 }
 
 // Daemon serves one mounted workspace.
@@ -148,6 +151,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 		Root: d.rootFd, Mountpoint: mnt, FsName: ws,
 		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
 		CacheTimeout: opts.CacheTimeout, MaxNodes: opts.MaxNodes,
+		NoSuid: opts.NoSuid, NoDev: opts.NoDev,
 	})
 	if err != nil {
 		return nil, err

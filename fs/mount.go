@@ -45,6 +45,13 @@ type Config struct {
 	// MaxNodes is how many nodes the kernel may keep known before the
 	// least used are pruned (trim.go); zero means DefaultMaxNodes.
 	MaxNodes int
+	// NoSuid mounts the view nosuid: set-user-ID and set-group-ID bits
+	// and file capabilities do not take effect on exec. Otherwise they
+	// do where the backing filesystem lets them (mountflags.go).
+	NoSuid bool
+	// NoDev mounts the view nodev: device nodes cannot be opened.
+	// Otherwise they can where the backing filesystem lets them.
+	NoDev bool
 }
 
 // DefaultCacheTimeout is how long the kernel caches by default.
@@ -116,7 +123,7 @@ func New(cfg Config) (*Mount, error) {
 			// The kernel checks permissions as it does on the backing
 			// directory; without this a root daemon would let any uid
 			// write root's 0644 files.
-			Options: append([]string{"default_permissions"}, backingFlags(rootFd)...),
+			Options: append([]string{"default_permissions"}, mountFlags(rootFd, cfg.NoSuid, cfg.NoDev)...),
 			// Access ACLs checked by the kernel, default ACLs applied
 			// to new entries (umask.go).
 			EnableAcl: true,

@@ -2,24 +2,27 @@ package fs
 
 import "golang.org/x/sys/unix"
 
-// backingFlags are the mount options that make the view as permissive
-// as the backing filesystem and no more: device nodes open and set-id
-// bits take effect on exec in the view exactly where they do in the
-// backing directory. (go-fuse mounts nodev,nosuid by default.) This
-// gives no one more than the backing directory does: entries are made
-// with the caller's credentials (creds.go), so only who may make a
-// device node or a set-user-ID file there can make one here.
-func backingFlags(root int) []string {
+// mountFlags are the view's nosuid and nodev options. By default the
+// view is as permissive as the backing filesystem and no more: device
+// nodes open and set-id bits take effect on exec in the view exactly
+// where they do in the backing directory (go-fuse alone would mount
+// nodev,nosuid). That gives no one more than the backing directory
+// does: entries are made with the caller's credentials (creds.go), so
+// only who may make a device node or a set-user-ID file there can make
+// one here. noSuid and noDev turn each off whatever the backing
+// filesystem allows, for a view whose users are not trusted with what
+// the workspace holds (cowfs run).
+func mountFlags(root int, noSuid, noDev bool) []string {
+	suid, dev := "nosuid", "nodev"
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(root, &st); err != nil {
-		return nil // keep go-fuse's nodev,nosuid
+		return []string{suid, dev}
 	}
-	var opts []string
-	if st.Flags&unix.ST_NODEV == 0 {
-		opts = append(opts, "dev")
+	if !noDev && st.Flags&unix.ST_NODEV == 0 {
+		dev = "dev"
 	}
-	if st.Flags&unix.ST_NOSUID == 0 {
-		opts = append(opts, "suid")
+	if !noSuid && st.Flags&unix.ST_NOSUID == 0 {
+		suid = "suid"
 	}
-	return opts
+	return []string{suid, dev}
 }

@@ -41,6 +41,9 @@ type runOptions struct {
 	mountOptions
 	turn       bool
 	id, anchor string
+	// allowSuid and allowDev lift the nosuid and nodev the view is
+	// mounted with.
+	allowSuid, allowDev bool
 }
 
 // sandboxEnv marks the process cowfs run starts in the private mount
@@ -69,6 +72,13 @@ back.
 With --turn the whole command is one turn, begun before it starts and ended
 after it exits, whatever its status: a one-shot agent gets a turn per run.
 
+COMMAND gets standard input, output and error and no other descriptor: none
+of cowfs's, none cowfs run inherited. The workspace is mounted nosuid and
+nodev, so no file in it raises COMMAND's privileges: set-user-ID and
+set-group-ID bits and file capabilities of programs in it do not take effect,
+and its device nodes cannot be opened (EACCES). --allow-suid and --allow-dev
+lift each, as far as the backing filesystem allows.
+
 When COMMAND exits, processes it left in its process group are killed, the
 workspace is unmounted and the journal closed; cowfs run exits with COMMAND's
 status, or 128+N if signal N killed it (127: no such command, 126: cannot run
@@ -96,6 +106,8 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 	cmd.Flags().BoolVar(&opts.turn, "turn", false, "run the command as one turn")
 	cmd.Flags().StringVar(&opts.id, "id", "", "with --turn: the harness's id for the turn")
 	cmd.Flags().StringVar(&opts.anchor, "anchor", "", "with --turn: the turn's conversation anchor")
+	cmd.Flags().BoolVar(&opts.allowSuid, "allow-suid", false, "let set-user-ID and set-group-ID bits and file capabilities in the workspace take effect (default: nosuid)")
+	cmd.Flags().BoolVar(&opts.allowDev, "allow-dev", false, "let device nodes in the workspace be opened (default: nodev)")
 	return cmd
 }
 

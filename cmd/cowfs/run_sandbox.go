@@ -39,6 +39,9 @@ func runSandbox(opts runOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
+	// The command is untrusted: nothing in the workspace raises its
+	// privileges unless asked (cmd_run.go).
+	dopts.NoSuid, dopts.NoDev = !opts.allowSuid, !opts.allowDev
 	logf, err := openDaemonLog(ws)
 	if err != nil {
 		return err
