@@ -47,7 +47,8 @@ import (
 // the middle of write(2), or power lost without Sync) fails its
 // checksum: it and what follows are dropped, and the change it was for
 // never happened. A log past walRotate, fully applied, is replaced by
-// a new generation.
+// a new generation, made before the note names it (rotate says why
+// that order loses nothing).
 
 const (
 	walPrefix     = "log."
@@ -217,28 +218,42 @@ func (l *recordLog) replay(gen uint64, from int64) error {
 	return l.setMark(gen, off)
 }
 
-// openFile opens generation gen for appending, making it if needed.
+// openLogFile opens a log file; tests make it fail.
+var openLogFile = os.OpenFile
+
+// openFile opens generation gen for appending, making it if needed,
+// and logs to it from then on.
 func (l *recordLog) openFile(gen uint64) error {
-	p := filepath.Join(l.dir, walName(gen))
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, size, err := l.create(gen)
 	if err != nil {
-		return fmt.Errorf("journal: record log: %w", err)
+		return err
+	}
+	l.f, l.gen, l.end = f, gen, size
+	return nil
+}
+
+// create opens generation gen for appending, making it if needed, and
+// returns it with its length.
+func (l *recordLog) create(gen uint64) (*os.File, int64, error) {
+	p := filepath.Join(l.dir, walName(gen))
+	f, err := openLogFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal: record log: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("journal: record log: %w", err)
+		return nil, 0, fmt.Errorf("journal: record log: %w", err)
 	}
 	if l.sync {
 		// A new log must be found after a power cut before anything
 		// in it counts.
 		if err := syncDir(l.dir); err != nil {
 			f.Close()
-			return err
+			return nil, 0, err
 		}
 	}
-	l.f, l.gen, l.end = f, gen, st.Size()
-	return nil
+	return f, st.Size(), nil
 }
 
 // log writes one entry, built by build under the log's lock — so that
@@ -324,26 +339,45 @@ func (l *recordLog) apply() error {
 		clear(l.chunks)
 	}
 	if len(l.pending) == 0 && l.end > walRotate && l.err == nil {
-		return l.rotate()
+		// What was asked is done: the entries are in Badger. A log
+		// that cannot be replaced just grows until a later apply
+		// manages to, so that is no reason to fail a reader or a
+		// write waiting on this apply.
+		l.rotate()
 	}
 	return nil
 }
 
 // rotate replaces the log, fully applied, by the next generation. The
 // caller holds mu: nothing is logged meanwhile.
+//
+// The order keeps every logged entry where the next start looks for
+// it. That start deletes, unread, every generation below the one the
+// note names, and replays the rest from the note on. So the new log
+// exists before anything is written to it, and the note names it only
+// once it does:
+//   - the new log cannot be made: nothing has changed; entries go on
+//     into the old one, which the note still names, and the next apply
+//     tries again;
+//   - a crash after it was made and before the note: the old log is
+//     replayed from the note (nothing is left), then the new one;
+//   - the note cannot be written: the same, at the next start, unless a
+//     later apply's note names the new generation — then the old one is
+//     deleted then, as it may be, being applied in full.
+//
+// Only once the note names the new generation is the old file removed.
 func (l *recordLog) rotate() error {
-	old := l.f
-	oldGen := l.gen
-	// The note first: from here on the old log is applied in full, and
-	// a crash before the new file exists leaves nothing to replay.
-	if err := l.setMark(oldGen+1, 0); err != nil {
+	next := l.gen + 1
+	f, size, err := l.create(next)
+	if err != nil {
 		return err
 	}
-	if err := l.openFile(oldGen + 1); err != nil {
-		l.f, l.gen = old, oldGen
-		return err
-	}
+	old, oldGen := l.f, l.gen
+	l.f, l.gen, l.end = f, next, size
 	old.Close()
+	if err := l.setMark(next, 0); err != nil {
+		return err
+	}
 	os.Remove(filepath.Join(l.dir, walName(oldGen)))
 	return nil
 }

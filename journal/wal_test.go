@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -212,4 +213,68 @@ func FuzzDecodeEntry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRecordLogRotateFails: when the next generation cannot be made,
+// the log goes on in the old one, and what is logged there survives a
+// crash: the note of how far the log is applied must not have moved on
+// to a generation that does not exist.
+func TestRecordLogRotateFails(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.wal.halt() // only the apply below reaches Badger
+	first := j.wal.gen
+	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	appendIn := func(n, size int) (seqs []uint64) {
+		g := j.Enter()
+		defer g.Leave()
+		for i := 0; i < n; i++ {
+			r := &Record{Kind: KindXattr, Path: fmt.Sprintf("f%d", i), XattrName: "user.x", XattrValue: bytes.Repeat([]byte{'v'}, size)}
+			if err := j.Append(g, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, r.Seq)
+		}
+		return seqs
+	}
+	seqs := appendIn(walRotate/(60<<10)+10, 60<<10)
+	refused := false
+	openLogFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		openLogFile, refused = os.OpenFile, true // once
+		return nil, errors.New("injected: cannot create the next log")
+	}
+	t.Cleanup(func() { openLogFile = os.OpenFile })
+	j.wal.apply() // applies, then fails to replace the log
+	if !refused {
+		t.Fatalf("the log past walRotate (%d bytes) was not replaced", j.wal.end)
+	}
+	if j.wal.gen != first {
+		t.Fatalf("the log moved to generation %d, which could not be made", j.wal.gen)
+	}
+	more := appendIn(5, 10) // logged in the old generation, not applied
+	j.crash()
+	if j, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	have(t, j, append(seqs, more...))
+	// With nothing refused, the next apply replaces the log.
+	j.wal.halt()
+	last := appendIn(20, 10)
+	if err := j.wal.apply(); err != nil {
+		t.Fatal(err)
+	}
+	if j.wal.gen == first {
+		t.Errorf("the log was not replaced after %d bytes", j.wal.end)
+	}
+	j.crash()
+	if j, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	have(t, j, append(append(seqs, more...), last...))
 }
