@@ -180,26 +180,37 @@ func (p *packs) add(h [32]byte, ulen int, z []byte) (loc, error) {
 	return l, nil
 }
 
+// syncPackDir makes a new pack's name durable; tests make it fail.
+var syncPackDir = syncDir
+
 // startLocked creates the next pack.
+//
+// The number is spent once its file exists: a pack that fails before
+// it is in use is removed, and were even that to fail, the next one
+// still takes the next number instead of meeting the leftover (O_EXCL)
+// on every change until a restart. A leftover holds no entry the index
+// names, so it is reclaimed as any unused pack (reclaim.go).
 func (p *packs) startLocked() error {
 	id := p.next
 	f, err := os.OpenFile(filepath.Join(p.dir, packName(id)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: new pack: %w", err)
 	}
-	if _, err := f.WriteAt([]byte(packMagic), 0); err != nil {
+	p.next++
+	giveUp := func(err error) error {
 		f.Close()
 		os.Remove(f.Name())
-		return fmt.Errorf("journal: new pack: %w", err)
+		return err
+	}
+	if _, err := f.WriteAt([]byte(packMagic), 0); err != nil {
+		return giveUp(fmt.Errorf("journal: new pack: %w", err))
 	}
 	if p.sync {
 		// The pack's name must survive a power cut with its content.
-		if err := syncDir(p.dir); err != nil {
-			f.Close()
-			return err
+		if err := syncPackDir(p.dir); err != nil {
+			return giveUp(err)
 		}
 	}
-	p.next++
 	p.cur, p.id, p.size = f, id, packHeader
 	return nil
 }
