@@ -37,6 +37,10 @@ func TestAPIError(t *testing.T) {
 		{syscall.ENOENT, ctl.CodeNotFound},
 		{syscall.ENOTDIR, ctl.CodeNotFound},
 		{ctl.Errorf(ctl.CodeOutOfWindow, "gone"), ctl.CodeOutOfWindow},
+		// Damage is not "not found", whatever else it wraps.
+		{journal.ErrDamaged, ctl.CodeInternal},
+		{journal.ErrCorrupt, ctl.CodeInternal},
+		{fmt.Errorf("%w: pack missing: %w", journal.ErrDamaged, syscall.ENOENT), ctl.CodeInternal},
 		{journal.ErrNoSpace, ""},
 		{syscall.EIO, ""},
 		{errors.New("something else"), ""},

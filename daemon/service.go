@@ -400,6 +400,10 @@ func apiError(err error) error {
 	switch {
 	case errors.As(err, &e):
 		return err
+	// Damage first: whatever else the error says (a path it was read
+	// for), the journal lost what was asked, and no retry brings it back.
+	case errors.Is(err, journal.ErrDamaged):
+		return ctl.Errorf(ctl.CodeInternal, "%v; %s", err, damageHint)
 	case errors.Is(err, journal.ErrBusy), errors.Is(err, journal.ErrPartial):
 		return ctl.Errorf(ctl.CodeBusy, "%v", err)
 	case errors.Is(err, journal.ErrNoTurn), errors.Is(err, journal.ErrDuplicateID),
@@ -423,6 +427,9 @@ func apiError(err error) error {
 	}
 	return fmt.Errorf("%w", err)
 }
+
+// damageHint says what to do about a damaged journal.
+const damageHint = "'cowfs fsck' (with the workspace unmounted) lists what the journal cannot give back, and 'cowfs fsck --export DIR' saves what it still can"
 
 // turnName names turn n, given by ref, in a message.
 func turnName(ref string, n uint64) string {

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -19,8 +18,9 @@ const (
 	maxXattrLen  = 64 << 10
 )
 
-// ErrCorrupt is returned for a value that does not decode.
-var ErrCorrupt = errors.New("journal: corrupt value")
+// ErrCorrupt is returned for a value that does not decode: damage
+// (ErrDamaged).
+var ErrCorrupt = fmt.Errorf("%w: corrupt value", ErrDamaged)
 
 // encodeRecord appends r's encoding (everything but Seq, which is the
 // key) to buf. Fields are written in a fixed order; see

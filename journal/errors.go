@@ -21,6 +21,12 @@ var (
 	// change; the change must not happen. Errors with it also match
 	// syscall.ENOSPC.
 	ErrNoSpace = errors.New("journal: not enough free space to record the change")
+	// ErrDamaged: something the journal keeps is lost or garbled — a
+	// pack file deleted, a value that does not decode (ErrCorrupt) — so
+	// what it held cannot be given back. Not "not found": the turn or
+	// path asked for exists; retrying will not help; cowfs fsck lists
+	// the damage and its --export saves what can still be read.
+	ErrDamaged = errors.New("the journal is damaged")
 	// ErrUnreadable: the journal's database cannot be opened: corrupted,
 	// or written by something else.
 	ErrUnreadable = errors.New("unreadable journal")

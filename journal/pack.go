@@ -284,6 +284,12 @@ func (p *packs) read(l loc, h [32]byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: chunk location of %d bytes", ErrCorrupt, l.n)
 	}
 	f, err := os.Open(filepath.Join(p.dir, packName(l.pack)))
+	if errors.Is(err, os.ErrNotExist) {
+		// The index names the pack, and packs are deleted only once
+		// it names nothing in them (reclaim.go): this one was lost.
+		// Not the error's ENOENT, which would read as "no such path".
+		return nil, fmt.Errorf("%w: pack %s, which holds chunk %x, is missing", ErrDamaged, packName(l.pack), h[:6])
+	}
 	if err != nil {
 		return nil, fmt.Errorf("journal: pack of chunk %x: %w", h[:6], err)
 	}
