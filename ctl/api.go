@@ -141,7 +141,12 @@ type Status struct {
 }
 
 // TurnRef names a turn by number or by the harness's id. In JSON it is
-// a number or a string.
+// a number or a string. A string of decimal digits is a number too
+// ("07" is turn 7); a string that reads as a number in any other way
+// ("-1", "0x10", "1e3", one past 64 bits) names no turn and is refused,
+// as ids never read as numbers (the daemon checks strings: journal
+// turnref.go). A JSON number must be a whole number from 0 to 2^64-1
+// written without fraction or exponent.
 type TurnRef string
 
 func (r *TurnRef) UnmarshalJSON(b []byte) error {
@@ -152,6 +157,10 @@ func (r *TurnRef) UnmarshalJSON(b []byte) error {
 	}
 	var n uint64
 	if err := json.Unmarshal(b, &n); err != nil {
+		var num json.Number
+		if json.Unmarshal(b, &num) == nil {
+			return fmt.Errorf("not a turn number: %s (turns are numbered 1, 2, 3 …)", b)
+		}
 		return fmt.Errorf("a turn is a number or an id string, not %s", b)
 	}
 	*r = TurnRef(strconv.FormatUint(n, 10))

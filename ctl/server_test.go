@@ -98,6 +98,11 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/rollback", `{}`, 400, CodeBadRequest},
 		{"POST", "/v1/rollback", `{"to": [1]}`, 400, CodeBadRequest},
 		{"POST", "/v1/rollback", `{"to": 3, "dry_run": "yes"}`, 400, CodeBadRequest},
+		// JSON numbers that are no turn number.
+		{"POST", "/v1/rollback", `{"to": -1}`, 400, CodeBadRequest},
+		{"POST", "/v1/rollback", `{"to": 1e3}`, 400, CodeBadRequest},
+		{"POST", "/v1/rollback", `{"to": 7.0}`, 400, CodeBadRequest},
+		{"POST", "/v1/rollback", `{"to": 99999999999999999999}`, 400, CodeBadRequest},
 		{"GET", "/v1/content?at=1", ``, 400, CodeBadRequest},
 		{"GET", "/v1/events?since=-1", ``, 400, CodeBadRequest},
 		{"GET", "/v1/events?follow=maybe", ``, 400, CodeBadRequest},

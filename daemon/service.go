@@ -162,22 +162,24 @@ func (s *service) Turn(ctx context.Context, ref, step string) (ctl.TurnDetail, e
 	return s.summary(t, step, true)
 }
 
-// findTurn resolves a turn reference, telling a turn that left the
-// window from one that never existed.
+// findTurn resolves a turn reference (journal.ParseTurnRef: a number,
+// or an id), telling a turn that left the window from one that never
+// existed, and a reference that reads as a number but is no turn
+// number from both (bad_request).
 func (s *service) findTurn(ref string) (journal.Turn, error) {
 	t, err := s.d.j.FindTurn(ref)
 	if err == nil {
 		return t, nil
 	}
 	if !errors.Is(err, journal.ErrTurnNotFound) {
-		return t, err
+		return t, apiError(err)
 	}
-	n, perr := strconv.ParseUint(ref, 10, 64)
-	if gone, ok := s.d.j.GoneTurn(ref); ok && perr != nil {
-		n, perr = gone, nil
+	n, byNumber, _ := journal.ParseTurnRef(ref)
+	if !byNumber {
+		n, byNumber = s.d.j.GoneTurn(ref)
 	}
 	ts, _ := s.d.j.Turns()
-	if perr == nil && len(ts) > 0 && n >= 1 && n < ts[0].Num {
+	if byNumber && len(ts) > 0 && n >= 1 && n < ts[0].Num {
 		return t, ctl.Errorf(ctl.CodeOutOfWindow, "turn %s has left the window; turns %d to %d can be reached", turnName(ref, n), ts[0].Num, ts[len(ts)-1].Num)
 	}
 	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)

@@ -165,3 +165,63 @@ func TestTurnSummaries(t *testing.T) {
 		t.Errorf("turn 2: %v", err)
 	}
 }
+
+// TestTurnRefs: a reference that reads as a number is a turn number or
+// bad_request, whatever the request (show, cat --at, diff, rollback):
+// never looked up as an id, never not_found. Decimal digits with
+// leading zeros are the turn's number.
+func TestTurnRefs(t *testing.T) {
+	td := newTestDaemon(t)
+	must(t, os.WriteFile(filepath.Join(td.ws, "b.txt"), []byte("b0\n"), 0o644))
+	td.begin()
+	td.write("b.txt", "b1\n")
+	td.end()
+	ctx := context.Background()
+	code := func(err error) string {
+		var ce *ctl.Error
+		if errors.As(err, &ce) {
+			return ce.Code
+		}
+		if err != nil {
+			return "internal"
+		}
+		return ""
+	}
+	for _, c := range []struct{ ref, code string }{
+		{"1", ""},
+		{"01", ""},
+		{"2", ctl.CodeNotFound},
+		{"no-such-id", ctl.CodeNotFound},
+		{"99999999999999999999", ctl.CodeBadRequest},
+		{"-1", ctl.CodeBadRequest},
+		{"+1", ctl.CodeBadRequest},
+		{"0x1", ctl.CodeBadRequest},
+		{"1e0", ctl.CodeBadRequest},
+		{"1.0", ctl.CodeBadRequest},
+	} {
+		_, err := td.svc().Turn(ctx, c.ref, "")
+		if got := code(err); got != c.code {
+			t.Errorf("Turn(%q): %v, want code %q", c.ref, err, c.code)
+		}
+		rc, err := td.svc().Content(ctx, c.ref, "b.txt")
+		if rc != nil {
+			rc.Close()
+		}
+		if got := code(err); got != c.code {
+			t.Errorf("Content(%q): %v, want code %q", c.ref, err, c.code)
+		}
+		_, err = td.svc().Diff(ctx, ctl.DiffRequest{From: ctl.TurnRef(c.ref)})
+		if got := code(err); got != c.code {
+			t.Errorf("Diff(%q): %v, want code %q", c.ref, err, c.code)
+		}
+		if c.code != "" {
+			_, err = td.svc().Rollback(ctx, ctl.RollbackRequest{To: ctl.TurnRef(c.ref), DryRun: true})
+			if got := code(err); got != c.code {
+				t.Errorf("Rollback(%q): %v, want code %q", c.ref, err, c.code)
+			}
+		}
+	}
+	if _, err := td.svc().Diff(ctx, ctl.DiffRequest{From: "1", To: "0x1"}); code(err) != ctl.CodeBadRequest {
+		t.Errorf("Diff to 0x1: %v, want bad_request", err)
+	}
+}

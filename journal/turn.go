@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -98,14 +97,15 @@ func (j *Journal) OpenTurn() (Turn, bool) {
 	return *j.open, true
 }
 
-// BeginTurn opens a new turn. It fails with ErrBusy if one is open and
-// with ErrDuplicateID if a turn in the window already has id.
+// BeginTurn opens a new turn. It fails with ErrBusy if one is open,
+// with ErrDuplicateID if a turn in the window already has id, and with
+// ErrInvalid if id reads as a number (turnref.go).
 func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
 	if err := j.usable(); err != nil {
 		return Turn{}, err
 	}
-	if _, err := strconv.ParseUint(id, 10, 64); err == nil {
-		return Turn{}, fmt.Errorf("%w: turn id %q is a number, and numbers name turns by position", ErrInvalid, id)
+	if err := CheckTurnID(id); err != nil {
+		return Turn{}, err
 	}
 	j.gate.Lock()
 	defer j.gate.Unlock()
@@ -218,13 +218,19 @@ func turnsIn(txn *badger.Txn) ([]Turn, error) {
 }
 
 // FindTurn returns the turn named by ref: its number, or the harness's
-// id. It fails with ErrTurnNotFound if no turn in the window matches.
+// id (ParseTurnRef says which). It fails with ErrTurnNotFound if no
+// turn in the window matches, and with ErrInvalid if ref reads as a
+// number that is no turn number.
 func (j *Journal) FindTurn(ref string) (Turn, error) {
 	return j.findTurn(ref)
 }
 
 func (j *Journal) findTurn(ref string) (Turn, error) {
-	if n, err := strconv.ParseUint(ref, 10, 64); err == nil {
+	n, byNumber, err := ParseTurnRef(ref)
+	if err != nil {
+		return Turn{}, err
+	}
+	if byNumber {
 		var t Turn
 		err := j.db.View(func(txn *badger.Txn) error {
 			var err error

@@ -73,3 +73,40 @@ func TestArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnRefArguments: a TURN or turn id that reads as a number but is
+// no turn number is a usage error (exit 2) before any daemon is looked
+// for; decimal digits, leading zeros too, and ids go on to look (exit 3:
+// none runs).
+func TestTurnRefArguments(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"rollback", "99999999999999999999"}, exitUsage},
+		{[]string{"rollback", "0x10"}, exitUsage},
+		{[]string{"rollback", "1e3"}, exitUsage},
+		{[]string{"rollback", "--", "-1"}, exitUsage},
+		{[]string{"show", "+5"}, exitUsage},
+		{[]string{"show", " 7"}, exitUsage},
+		{[]string{"cat", "--at", "1.5", "f"}, exitUsage},
+		{[]string{"diff", "1", "0b11"}, exitUsage},
+		{[]string{"turn", "begin", "--id", "42"}, exitUsage},
+		{[]string{"turn", "begin", "--id", "07"}, exitUsage},
+		{[]string{"turn", "begin", "--id", "-1"}, exitUsage},
+		{[]string{"turn", "begin", "--id", "1e3"}, exitUsage},
+		{[]string{"turn", "begin", "--id", "99999999999999999999"}, exitUsage},
+
+		{[]string{"rollback", "07"}, exitNotRunning},
+		{[]string{"rollback", "call-7"}, exitNotRunning},
+		{[]string{"diff", "1", "now"}, exitNotRunning},
+		{[]string{"turn", "begin", "--id", "v1.2.3"}, exitNotRunning},
+		{[]string{"turn", "begin", "--id", "nan"}, exitNotRunning},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			if code, err := run(t, c.args...); code != c.code {
+				t.Errorf("exit %d (%v), want %d", code, err, c.code)
+			}
+		})
+	}
+}

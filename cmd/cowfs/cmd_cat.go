@@ -25,7 +25,12 @@ func newCatCommand() *cobra.Command {
 live file if nothing has changed it since. PATH is relative to the workspace
 root, or absolute inside the workspace.`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runCat(opts, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTurnRefs(opts.at); err != nil {
+				return err
+			}
+			return runCat(opts, args[0])
+		},
 	}
 	cmd.Flags().StringVar(&opts.at, "at", "", "the turn (number or id)")
 	cmd.MarkFlagRequired("at")

@@ -30,6 +30,9 @@ dumped. --step limits it to one step (tool call) of TURN; --stat prints only
 files and line counts.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTurnRefs(args...); err != nil {
+				return err
+			}
 			req := ctl.DiffRequest{From: ctl.TurnRef(args[0]), Step: opts.step, Stat: opts.stat}
 			if len(args) == 2 {
 				req.To = args[1]

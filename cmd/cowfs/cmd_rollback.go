@@ -38,6 +38,9 @@ retry"), its change left in effect, so one such path never blocks the rest.
 Only a journal that cannot record stops a retry again.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTurnRefs(args[0]); err != nil {
+				return err
+			}
 			return runRollback(opts, ctl.RollbackRequest{To: ctl.TurnRef(args[0]), DryRun: opts.dryRun, Force: opts.force})
 		},
 	}

@@ -94,6 +94,9 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 			if (opts.id != "" || opts.anchor != "") && !opts.turn {
 				return usageError{errors.New("--id and --anchor label the turn --turn begins")}
 			}
+			if err := checkTurnID(opts.id); err != nil {
+				return err
+			}
 			if os.Getenv(sandboxEnv) != "" {
 				return runSandbox(opts, args)
 			}

@@ -23,7 +23,12 @@ func newShowCommand() *cobra.Command {
 		Short: "Show what a turn changed, and which process changed it",
 		Long:  "Show the paths TURN (a number, or the harness's id) changed, with the net kind of each change, the pre-image bytes journaled for it, and the pid, uid and command that made it.",
 		Args:  exactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return runShow(opts, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTurnRefs(args[0]); err != nil {
+				return err
+			}
+			return runShow(opts, args[0])
+		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&opts.step, "step", "", "only the changes made in step `ID`")

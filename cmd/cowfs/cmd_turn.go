@@ -28,11 +28,18 @@ func newTurnCommand() *cobra.Command {
 	begin := &cobra.Command{
 		Use:   "begin",
 		Short: "Begin a turn: changes from now on belong to it",
-		Long: `Begin a turn. --id is the harness's own id for it (not a number; unique in the
-window); --anchor ties it to the conversation, e.g. the user message id, and is
-returned in the marker a rollback to before this turn leaves.`,
+		Long: `Begin a turn. --id is the harness's own id for it: unique in the window, and
+nothing that reads as a number, since numbers name turns by position (7, 07,
+-1, +5, 0x10, 1e3 and 1.5 are refused, exit 2). --anchor ties it to the
+conversation, e.g. the user message id, and is returned in the marker a
+rollback to before this turn leaves.`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error { return runTurnBegin(bo) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTurnID(bo.id); err != nil {
+				return err
+			}
+			return runTurnBegin(bo)
+		},
 	}
 	begin.Flags().StringVar(&bo.id, "id", "", "the harness's id for the turn")
 	begin.Flags().StringVar(&bo.anchor, "anchor", "", "conversation anchor, e.g. the user message id")

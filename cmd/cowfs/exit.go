@@ -27,7 +27,8 @@ const (
 const exitCodeHelp = `Exit codes:
   0  success
   1  error
-  2  bad usage or bad request
+  2  bad usage or bad request (a TURN that reads as a number but is no turn
+     number)
   3  no daemon is running for the workspace
   4  busy: a turn is open (or another rollback runs); umount: processes
      still use the workspace (they are named); purge: a daemon serves the

@@ -36,6 +36,11 @@ roll the workspace back.
 Commands find the daemon from -w WORKSPACE (default: the current directory,
 or the nearest parent with a mounted workspace).
 
+TURN is a turn number in decimal digits (7; 07 is the same turn) or the
+harness's id for the turn, and no id reads as a number. A TURN that reads as
+a number in any other way (-1, +5, 0x10, 1e3, 1.5, or one too large for 64
+bits) names no turn and is refused (exit 2).
+
 ` + exitCodeHelp,
 		Version:       version,
 		SilenceUsage:  true,
