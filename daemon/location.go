@@ -74,10 +74,18 @@ func Locate(path string) (Location, error) {
 	return l, nil
 }
 
+// ErrEmptyPath: a workspace was named by the empty string. Made
+// absolute, it would be the current directory, which nobody who passed
+// an empty variable meant.
+var ErrEmptyPath = errors.New("an empty path names no workspace")
+
 // canonical returns path absolute with symlinks resolved. The last
 // component is kept as it is if it cannot be resolved (a stale mount
-// answers ENOTCONN).
+// answers ENOTCONN). An empty path is refused (ErrEmptyPath).
 func canonical(path string) (string, error) {
+	if path == "" {
+		return "", ErrEmptyPath
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,30 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEmptyWorkspacePath: an empty path names no workspace — not the
+// current directory — wherever one is named.
+func TestEmptyWorkspacePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("COWFS_STATE_DIR", t.TempDir())
+	if _, err := Locate(""); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("Locate(\"\"): %v", err)
+	}
+	if _, err := Find(""); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("Find(\"\"): %v", err)
+	}
+	if err := CheckPlacement(Options{}); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("CheckPlacement with no workspace: %v", err)
+	}
+	if _, err := Purge("", ""); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("Purge(\"\"): %v", err)
+	}
+	if _, err := LogPath(""); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("LogPath(\"\"): %v", err)
+	}
+	if _, err := Unmount("", false); !errors.Is(err, ErrEmptyPath) {
+		t.Errorf("Unmount(\"\"): %v", err)
 	}
 }

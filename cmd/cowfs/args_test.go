@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -69,6 +71,49 @@ func TestArguments(t *testing.T) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			if code, err := run(t, c.args...); code != c.code {
 				t.Errorf("exit %d (%v), want %d", code, err, c.code)
+			}
+		})
+	}
+}
+
+// TestEmptyPaths: an empty path — WORKSPACE, or a flag that takes one —
+// is a usage error (exit 2), never the current directory or a default,
+// and nothing is created: not in the current directory, not in the
+// state directory. (Mounting over the current directory, and cowfs
+// run, are checked end to end in test/e2e.)
+func TestEmptyPaths(t *testing.T) {
+	for _, args := range [][]string{
+		{"purge", ""},
+		{"umount", ""},
+		{"fsck", ""},
+		{"-w", "", "status"},
+		{"-w", "", "purge"},
+		{"-w", "", "log"},
+		{"-w", "", "rollback", "1"},
+		{"--workspace=", "turn", "begin"},
+		{"purge", "--journal", ""},
+		{"fsck", "--export", ""},
+		{"mount", "--journal", "", "/nonexistent"},
+		{"mount", "--mountpoint", "", "/nonexistent"},
+		{"mount", "--cpuprofile", "", "/nonexistent"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cwd, state := t.TempDir(), t.TempDir()
+			t.Chdir(cwd)
+			t.Setenv("COWFS_STATE_DIR", state)
+			global = globalOptions{}
+			root := newRootCommand()
+			root.SetArgs(args)
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			_, err := root.ExecuteC()
+			if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), "is empty") {
+				t.Errorf("exit %d (%v), want %d and a message that says the path is empty", code, err, exitUsage)
+			}
+			for _, dir := range []string{cwd, state} {
+				if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+					t.Errorf("%s holds %s afterwards", dir, ents[0].Name())
+				}
 			}
 		})
 	}

@@ -34,8 +34,8 @@ index.json, with each file's content in DIR/files. What cannot be read is
 listed there with the reason, and counts as a problem.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				global.workspace = args[0]
+			if err := workspaceArg(args); err != nil {
+				return err
 			}
 			return runFsck(opts)
 		},

@@ -53,6 +53,9 @@ ready; it then logs to the workspace's state directory.
 A stale mount left by a daemon that was killed is cleared, with a warning.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return usageError{fmt.Errorf("WORKSPACE %w", errEmptyPath)}
+			}
 			return runMount(opts, args[0])
 		},
 	}

@@ -36,8 +36,8 @@ what it points to. A purge cut short can be run again to finish.
 Give --journal if the workspace was mounted with --journal.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				global.workspace = args[0]
+			if err := workspaceArg(args); err != nil {
+				return err
 			}
 			return runPurge(opts)
 		},

@@ -36,8 +36,8 @@ If no daemon answers, clear a stale mount left by one that died; with
 --force, also detach a cowfs mount whose daemon hangs.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				global.workspace = args[0]
+			if err := workspaceArg(args); err != nil {
+				return err
 			}
 			return runUmount(opts)
 		},

@@ -27,8 +27,8 @@ const (
 const exitCodeHelp = `Exit codes:
   0  success
   1  error
-  2  bad usage or bad request (a TURN that reads as a number but is no turn
-     number)
+  2  bad usage or bad request (an empty path, a TURN that reads as a number
+     but is no turn number)
   3  no daemon is running for the workspace
   4  busy: a turn is open (or another rollback runs); umount: processes
      still use the workspace (they are named); purge: a daemon serves the
@@ -61,7 +61,7 @@ func exitCode(err error) int {
 		return int(status)
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, daemon.ErrEmptyPath):
 		return exitUsage
 	case errors.Is(err, ctl.ErrNotRunning):
 		return exitNotRunning

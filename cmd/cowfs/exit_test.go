@@ -35,6 +35,7 @@ func TestExitCode(t *testing.T) {
 		{daemon.ErrAlreadyMounted, exitCannotMount},
 		{daemon.ErrPlacement, exitCannotMount},
 		{daemon.ErrJournalLocked, exitCannotMount},
+		{daemon.ErrEmptyPath, exitUsage},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.code {

@@ -34,7 +34,9 @@ begins and ends turns over a control socket, sees what each changed, and can
 roll the workspace back.
 
 Commands find the daemon from -w WORKSPACE (default: the current directory,
-or the nearest parent with a mounted workspace).
+or the nearest parent with a mounted workspace). An empty path, as WORKSPACE
+or to any flag that takes one, is refused (exit 2), never taken for the
+current directory.
 
 TURN is a turn number in decimal digits (7; 07 is the same turn) or the
 harness's id for the turn, and no id reads as a number. A TURN that reads as
@@ -45,8 +47,9 @@ bits) names no turn and is refused (exit 2).
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			global.command = cmd.Name()
+			return checkPathFlags(cmd)
 		},
 	}
 	root.PersistentFlags().StringVarP(&global.workspace, "workspace", "w", "", "the workspace (default: the current directory)")
