@@ -22,18 +22,18 @@ import (
 
 // newEntry journals that name in n (directory descriptor dir) is about
 // to be created, as an entry of type typ (or, for a hard link, as a new
-// name of the inode at linkTo). It returns the record, to be withdrawn
-// if the creation fails.
-func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo string, linkIno uint64) (*journal.Record, syscall.Errno) {
+// name of the inode at linkTo). If the creation fails, change.fail
+// withdraws the record, and the directory's first touch with it.
+func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo string, linkIno uint64) syscall.Errno {
 	if n.hidden(name) {
-		return nil, syscall.EPERM
+		return syscall.EPERM
 	}
 	rel, ok := n.child(name)
 	if !ok {
-		return nil, syscall.ENOENT
+		return syscall.ENOENT
 	}
 	if err := n.dirChange(c, dir); err != nil {
-		return nil, errno(err)
+		return c.fail(err)
 	}
 	rec := &journal.Record{Kind: journal.KindCreate, Path: rel, Type: typ}
 	if linkTo != "" {
@@ -42,9 +42,9 @@ func (n *Node) newEntry(c *change, dir int, name string, typ uint32, linkTo stri
 		rec.Kind, rec.Path2, rec.Ino = journal.KindLink, linkTo, linkIno
 	}
 	if err := c.record(rec, nil); err != nil {
-		return nil, errno(err)
+		return c.fail(err)
 	}
-	return rec, 0
+	return 0
 }
 
 // dirChange journals directory n's attributes (descriptor dir) before
@@ -58,16 +58,15 @@ func (n *Node) dirChange(c *change, dir int) error {
 }
 
 // made finishes a creation in n (directory descriptor dir) of name: it
-// withdraws the record if make failed, else notes the new inode (so
+// fails the change if make failed, else notes the new inode (so
 // changes to it in this epoch journal nothing) and returns its node.
-func (n *Node) made(ctx context.Context, c *change, rec *journal.Record, dir int, name string, err error, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (n *Node) made(ctx context.Context, c *change, dir int, name string, err error, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if err != nil {
-		c.discard(rec)
-		return nil, errno(err)
+		return nil, c.fail(err)
 	}
 	st, gen, err := backing.Lstatat(dir, name)
 	if err != nil {
-		return nil, errno(err)
+		return nil, c.fail(err) // made all the same: the records stay
 	}
 	c.markCreated(n.idOf(st))
 	n.attrOut(&out.Attr, st)
@@ -85,13 +84,12 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
-	rec, e := n.newEntry(c, dir, name, typ, "", 0)
-	if e != 0 {
+	if e := n.newEntry(c, dir, name, typ, "", 0); e != 0 {
 		return nil, e
 	}
 	who := c.who()
 	perm := func(mode uint32) uint32 { return n.fs.createMode(who, dir, mode) }
-	err := asCaller(who, func() error { return mk(dir, perm) })
+	err := c.did(asCaller(who, func() error { return mk(dir, perm) }))
 	if errors.Is(err, syscall.EEXIST) {
 		// The kernel asks only for a name it believes missing: its
 		// negative entry is stale (the name was made behind the
@@ -101,7 +99,7 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 		// any), mkdir and O_EXCL fail with EEXIST, as natively.
 		err = syscall.ESTALE
 	}
-	return n.made(ctx, c, rec, dir, name, err, out)
+	return n.made(ctx, c, dir, name, err, out)
 }
 
 var _ = (gofs.NodeCreater)((*Node)(nil))
@@ -174,20 +172,18 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	c.stamp(tn.StableAttr().Ino) // its link count and ctime change
-	rec, e := n.newEntry(c, dir, name, tn.typ(), linkTo, tn.StableAttr().Ino)
-	if e != 0 {
+	if e := n.newEntry(c, dir, name, tn.typ(), linkTo, tn.StableAttr().Ino); e != 0 {
 		return nil, e
 	}
 	// As the daemon: linking by descriptor needs CAP_DAC_READ_SEARCH,
 	// and a new name changes no owner. The kernel checked the caller's
 	// permissions (protected_hardlinks included).
-	if err := unix.Linkat(tfd, "", dir, name, unix.AT_EMPTY_PATH); err != nil {
-		c.discard(rec)
-		return nil, errno(err)
+	if err := c.did(unix.Linkat(tfd, "", dir, name, unix.AT_EMPTY_PATH)); err != nil {
+		return nil, c.fail(err)
 	}
 	st, err := backing.Fstat(tfd)
 	if err != nil {
-		return nil, errno(err)
+		return nil, c.fail(err)
 	}
 	// The same StableAttr: go-fuse hands the kernel target's inode.
 	ch := n.NewInode(ctx, &Node{fs: n.fs}, tn.StableAttr())

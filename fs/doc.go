@@ -8,8 +8,11 @@
 // Each mutating method opens a change (recorder.begin), journals its
 // pre-image through change.record — the one caller of journal.Append —
 // and performs its operation only if that succeeded; otherwise it fails
-// with the error (EIO, ENOSPC, EROFS once the journal is closed). What
-// is journaled for each FUSE request:
+// with the error (EIO, ENOSPC, EROFS once the journal is closed). An
+// operation the backing filesystem then refuses (EPERM on an immutable
+// file, say) fails with the change withdrawing what it journaled: a
+// failed operation leaves no record (withdraw.go). What is journaled
+// for each FUSE request:
 //
 //	WRITE, WRITEV, mmap flush   bytes overwritten that existed when the epoch began
 //	SETATTR size, O_TRUNC       bytes cut off; the old size (first touch)

@@ -170,3 +170,52 @@ func (r *spans) add(lo, hi int64) {
 	}
 	*r = s
 }
+
+// remove takes [lo, hi) out of the set: a pre-image journaled and then
+// withdrawn (withdraw.go).
+func (r *ranges) remove(lo, hi int64) {
+	for lo < hi {
+		b := lo / rangeBlock
+		end := min(hi, (b+1)*rangeBlock)
+		switch {
+		case r.blocks == nil:
+			if r.one != nil && b == r.first {
+				r.one.remove(lo, end)
+				if len(r.one) == 0 {
+					r.one = nil
+				}
+			}
+		default:
+			if s, ok := r.blocks[b]; ok {
+				s.remove(lo, end)
+				if len(s) == 0 {
+					delete(r.blocks, b)
+				} else {
+					r.blocks[b] = s
+				}
+			}
+		}
+		lo = end
+	}
+}
+
+// remove takes [lo, hi) out of the set, in place.
+func (r *spans) remove(lo, hi int64) {
+	if lo >= hi {
+		return
+	}
+	var out spans
+	for _, s := range *r {
+		if s.hi <= lo || s.lo >= hi {
+			out = append(out, s)
+			continue
+		}
+		if s.lo < lo {
+			out = append(out, span{s.lo, lo})
+		}
+		if s.hi > hi {
+			out = append(out, span{hi, s.hi})
+		}
+	}
+	*r = out
+}

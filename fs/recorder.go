@@ -46,7 +46,11 @@ type recorder struct {
 // newest first and the oldest pre-image of a byte is written last. So
 // losing this state (a restart) costs duplicates, never correctness.
 type inodeState struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// takes counts the changes that took this state (change.state),
+	// so that a change withdrawing its records knows whether another
+	// one relied on them meanwhile (withdraw.go).
+	takes   uint64
 	attr    bool            // KindAttr journaled
 	created bool            // created in this epoch: undo deletes it, nothing to keep
 	size    int64           // size at the first touch
@@ -64,6 +68,12 @@ type change struct {
 	g       journal.Gate
 	caller  *who
 	touched []uint64 // inodes it changes (state was asked for)
+	// What a failed change withdraws (withdraw.go): the records it
+	// made, the states it took, and whether its operation reached the
+	// backing directory at all.
+	made   []made
+	took   []took
+	landed bool
 }
 
 // who is the process behind a request. FUSE reports the calling thread;
@@ -158,14 +168,8 @@ func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
 		c.r.log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)
 		return err
 	}
+	c.made = append(c.made, made{rec: rec})
 	return nil
-}
-
-// discard withdraws a record whose operation then failed.
-func (c *change) discard(rec *journal.Record) {
-	if err := c.r.j.Discard(rec); err != nil {
-		c.r.log.Warn("cannot withdraw record of failed operation", "seq", rec.Seq, "err", err)
-	}
 }
 
 // state returns the epoch's state of inode ino, locked. The caller
@@ -186,6 +190,8 @@ func (c *change) state(ino uint64) *inodeState {
 	}
 	r.mu.Unlock()
 	s.mu.Lock()
+	s.takes++
+	c.took = c.tookState(s)
 	return s
 }
 
@@ -209,27 +215,19 @@ func (c *change) markCreated(ino uint64) {
 
 // touch journals the attributes of the object id at path (stat st)
 // before its first change in this epoch. s is id's state, locked by the
-// caller. It returns the record it made, or nil if none was needed.
-func (c *change) touch(s *inodeState, id uint64, path string, st *unix.Stat_t, cause journal.Cause) (*journal.Record, error) {
+// caller.
+func (c *change) touch(s *inodeState, id uint64, path string, st *unix.Stat_t, cause journal.Cause) error {
 	if s.attr || s.created {
-		return nil, nil
+		return nil
 	}
 	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: path,
 		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: journal.AttrOf(st)}
 	if err := c.record(rec, nil); err != nil {
-		return nil, err
+		return err
 	}
 	s.attr, s.size = true, st.Size
-	return rec, nil
-}
-
-// untouch withdraws a touch whose change could not go ahead, so the
-// change is not listed.
-func (c *change) untouch(s *inodeState, rec *journal.Record) {
-	if rec != nil {
-		c.discard(rec)
-		s.attr = false
-	}
+	c.marked(s, func() { s.attr = false })
+	return nil
 }
 
 // save journals the pre-image of bytes [lo, hi) of the file at path,
@@ -255,6 +253,7 @@ func (c *change) save(s *inodeState, id uint64, path string, src func() (io.Read
 			return err
 		}
 		s.saved.add(g.lo, g.hi)
+		c.marked(s, func() { s.saved.remove(g.lo, g.hi) })
 	}
 	return nil
 }
@@ -272,8 +271,7 @@ func (c *change) dirent(id uint64, dir int, rel string) error {
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", rel, err)
 	}
-	_, err = c.touch(s, id, rel, st, journal.CauseDirent)
-	return err
+	return c.touch(s, id, rel, st, journal.CauseDirent)
 }
 
 // errno converts an error to the errno FUSE returns. go-fuse's ToErrno

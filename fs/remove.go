@@ -68,7 +68,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 		}
 	}
 	if err := n.dirChange(c, pfd); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 
 	id := n.idOf(&st)
@@ -88,7 +88,7 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 		kept = a.NewName() // see keptWhileUsed
 	}
 	if err := c.record(rec, nil); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	var err error
 	switch {
@@ -99,9 +99,8 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	default:
 		err = unix.Unlinkat(pfd, name, 0)
 	}
-	if err != nil {
-		c.discard(rec)
-		return errno(err)
+	if err := c.did(err); err != nil {
+		return c.fail(err)
 	}
 	if ch != nil && kept != "" {
 		n.fs.orphans.place(ch, a.Path(kept))

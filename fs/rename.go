@@ -61,21 +61,23 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		// Two names of one inode: rename(2) does nothing.
 		return 0
 	}
+	replace := exists && !exchange
+	if replace {
+		if e := replaceable(&st1, &st2, d2, newName); e != 0 {
+			return e
+		}
+	}
 	rec := &journal.Record{Kind: journal.KindRename, Path: rel1, Path2: rel2, Flags: flags,
 		Type: st1.Mode & syscall.S_IFMT, Ino: n.idOf(&st1)}
-	c.stamp(rec.Ino) // its ctime moves
+	c.stamp(rec.Ino) // its ctime moves (if the rename fails, fail forgets it)
 	if exchange {
 		rec.Ino2 = n.idOf(&st2) // the other object, as a rollback's exchange records it
 		c.stamp(rec.Ino2)
 	}
 
-	replace := exists && !exchange
 	kept := "" // aside entry of a replaced new file the kernel knows
 	targetIsDir := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	if replace {
-		if e := replaceable(&st1, &st2, d2, newName); e != 0 {
-			return e
-		}
 		s := c.state(n.idOf(&st2))
 		created := s.created && !targetIsDir // see remove.go: directories always go aside
 		s.mu.Unlock()
@@ -90,15 +92,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		}
 	}
 	if err := n.dirChange(c, d1); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	if np != n {
 		if err := np.dirChange(c, d2); err != nil {
-			return errno(err)
+			return c.fail(err)
 		}
 	}
 	if err := c.record(rec, nil); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	// RENAME_WHITEOUT leaves a whiteout (a character device 0:0 of the
 	// caller's) at the old name: a creation after the rename, so undo
@@ -107,8 +109,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if flags&unix.RENAME_WHITEOUT != 0 {
 		whiteout = &journal.Record{Kind: journal.KindCreate, Path: rel1, Type: syscall.S_IFCHR}
 		if err := c.record(whiteout, nil); err != nil {
-			c.discard(rec)
-			return errno(err)
+			return c.fail(err)
 		}
 	}
 	a := n.fs.rec.aside
@@ -116,6 +117,10 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if keep == "" {
 		keep = kept
 	}
+	// Keeping the target aside changes nothing the workspace sees (a
+	// file gets a second name in the private directory; a directory
+	// leaves its name for the moment of the rename, and comes back if
+	// the rename fails): if the rename fails, the records go.
 	if keep != "" {
 		var err error
 		if targetIsDir {
@@ -124,31 +129,26 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 			err = a.LinkIn(d2, newName, keep, &st2)
 		}
 		if err != nil {
-			c.discard(rec)
-			return errno(err)
+			return c.fail(err)
 		}
 	}
-	rename := func() error { return unix.Renameat2(d1, name, d2, newName, uint(flags)) }
+	rename := func() error {
+		if err := testHookRename(newName); err != nil {
+			return err
+		}
+		return unix.Renameat2(d1, name, d2, newName, uint(flags))
+	}
 	var err error
 	if whiteout != nil {
 		err = asCaller(c.who(), rename) // the whiteout is the caller's, as natively
 	} else {
 		err = rename()
 	}
-	if err != nil {
-		if whiteout != nil {
-			c.discard(whiteout)
-		}
+	if err := c.did(err); err != nil {
 		if keep != "" {
-			// Put the target back as it was; the rename never happened.
-			if targetIsDir {
-				a.MoveOut(keep, d2, newName, &st2)
-			} else {
-				a.Drop(keep)
-			}
+			np.unkeep(c, keep, newName, d2, &st2, targetIsDir, rec, whiteout)
 		}
-		c.discard(rec)
-		return errno(err)
+		return c.fail(err)
 	}
 	if old := np.childNode(newName); old != nil && keep != "" {
 		n.fs.orphans.place(old, a.Path(keep))
@@ -164,6 +164,59 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	return 0
 }
+
+// unkeep puts back the target of a rename that failed: name in n
+// (directory descriptor dir, lstat st) was kept aside as keep. A file's
+// aside entry was a second name: dropping it leaves the workspace as
+// it was (a name that cannot be dropped is freed by the next start's
+// sweep, since no record names it). A directory was moved aside: if it
+// cannot be moved back (something took its name meanwhile), it stays
+// there, and what the workspace went through is its removal, journaled
+// as one in place of the rename's records (renamed, and a whiteout or
+// nil), so that a rollback recovers it and the sweep keeps it.
+func (n *Node) unkeep(c *change, keep, name string, dir int, st *unix.Stat_t, isDir bool, renamed, whiteout *journal.Record) {
+	a := n.fs.rec.aside
+	if !isDir {
+		if err := a.Drop(keep); err != nil {
+			n.fs.rec.log.Warn("cannot drop the aside name of a failed rename's target", "path", renamed.Path2, "name", keep, "err", err)
+		}
+		return
+	}
+	err := a.MoveOut(keep, dir, name, st)
+	if err == nil {
+		return
+	}
+	n.fs.rec.log.Warn("a failed rename's target cannot be moved back; it stays aside, removed", "path", renamed.Path2, "err", err)
+	// The directory and its parent changed, whatever happens next: the
+	// change keeps its records, and stamps them alone.
+	c.landed = true
+	c.touched = append(c.touched[:0], n.StableAttr().Ino, renamed.Ino2)
+	removed := &journal.Record{Kind: journal.KindRemove, Path: renamed.Path2, Type: syscall.S_IFDIR,
+		Ino: renamed.Ino2, Attr: renamed.Attr, Aside: keep}
+	if err := c.record(removed, nil); err != nil {
+		// The rename's record names the entry, so the sweep keeps it.
+		n.fs.rec.log.Error("cannot journal the removal of a failed rename's target", "path", renamed.Path2, "err", err)
+		return
+	}
+	for _, rec := range []*journal.Record{renamed, whiteout} {
+		if rec == nil {
+			continue
+		}
+		if err := n.fs.rec.j.Discard(rec); err != nil {
+			n.fs.rec.log.Warn("cannot withdraw the record of a failed rename", "seq", rec.Seq, "err", err)
+		}
+	}
+	if old := n.childNode(name); old != nil {
+		n.RmChild(name)
+		n.fs.orphans.place(old, a.Path(keep))
+	}
+	n.fs.apart(func() { n.NotifyEntry(name) }) // once the rename's locks are let go
+}
+
+// testHookRename is called before each rename through the mount with
+// the new name; an error it returns fails the rename in place of
+// renameat2's.
+var testHookRename = func(newName string) error { return nil }
 
 // replaceable checks what rename(2) checks before it replaces target
 // (stat st2, name in directory dir) by source (st1), so that nothing is

@@ -55,12 +55,15 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		cause = journal.CauseMode
 	}
 	if err := n.beforeContent(c, file, lo, toEnd, cause); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	n.changing()
+	// Each step that fails ends the change (fail): its records are
+	// withdrawn if it is the first to reach the backing file, kept
+	// if an earlier one changed something (did).
 	if setsMode {
-		if err := backing.Chmod(fd, mode); err != nil {
-			return errno(err)
+		if err := c.did(backing.Chmod(fd, mode)); err != nil {
+			return c.fail(err)
 		}
 	}
 	if setsUID || setsGID {
@@ -71,30 +74,30 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		if setsGID {
 			g = int(gid)
 		}
-		if err := backing.Chown(fd, u, g); err != nil {
-			return errno(err)
+		if err := c.did(backing.Chown(fd, u, g)); err != nil {
+			return c.fail(err)
 		}
 	}
 	// Truncate before setting times, so an explicit mtime is not
 	// clobbered by the truncation.
 	if truncates {
-		if err := unix.Ftruncate(file, int64(size)); err != nil {
-			return errno(err)
+		if err := c.did(unix.Ftruncate(file, int64(size))); err != nil {
+			return c.fail(err)
 		}
 	}
 	if in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_MTIME) != 0 {
-		if err := backing.Utimens(fd, setTime(in, fuse.FATTR_ATIME), setTime(in, fuse.FATTR_MTIME)); err != nil {
-			return errno(err)
+		if err := c.did(backing.Utimens(fd, setTime(in, fuse.FATTR_ATIME), setTime(in, fuse.FATTR_MTIME))); err != nil {
+			return c.fail(err)
 		}
 	}
 	st, err := backing.Fstat(fd)
 	if err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && !setsMode && c.who().uid != 0 {
 		if perm, kill := withoutSetID(st, c.who()); kill {
-			if err := backing.Chmod(fd, perm); err != nil {
-				return errno(err)
+			if err := c.did(backing.Chmod(fd, perm)); err != nil {
+				return c.fail(err)
 			}
 			st.Mode = st.Mode&syscall.S_IFMT | perm
 		}
@@ -147,9 +150,12 @@ func (n *Node) changeXattr(ctx context.Context, attr string, change func(fd int)
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	if err := n.beforeXattr(c, fd, attr); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
-	return errno(change(fd))
+	if err := c.did(change(fd)); err != nil {
+		return c.fail(err) // REMOVEXATTR of a missing name, say: ENODATA
+	}
+	return 0
 }
 
 // beforeXattr journals the old value of xattr name of n (descriptor fd),
@@ -182,5 +188,6 @@ func (n *Node) beforeXattr(c *change, fd int, name string) error {
 		s.xattrs = map[string]bool{}
 	}
 	s.xattrs[name] = true
+	c.marked(s, func() { delete(s.xattrs, name) })
 	return nil
 }

@@ -43,21 +43,18 @@ func (n *Node) beforeContent(c *change, fd int, lo, hi int64, cause journal.Caus
 		}
 		return fdReader(r), func() { unix.Close(r) }, nil
 	}
-	var touched *journal.Record
 	if !s.attr {
 		st, err := n.statVia(fd)
 		if err != nil {
 			return err
 		}
-		if touched, err = c.touch(s, id, rel, st, cause); err != nil {
+		if err := c.touch(s, id, rel, st, cause); err != nil {
 			return err
 		}
 	}
-	if err := c.save(s, id, rel, src, lo, hi); err != nil {
-		c.untouch(s, touched)
-		return err
-	}
-	return nil
+	// If this fails, the change fails (change.fail), which withdraws
+	// the touch too: the change is not listed.
+	return c.save(s, id, rel, src, lo, hi)
 }
 
 // statVia stats n through fd if it is one, else through a descriptor of
@@ -107,10 +104,10 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 		size += int64(len(d))
 	}
 	if err := n.beforeContent(c, fd, off, off+size, journal.CauseWrite); err != nil {
-		return 0, errno(err)
+		return 0, c.fail(err)
 	}
-	if err := killPriv(fd, c.who()); err != nil {
-		return 0, errno(err)
+	if err := c.did(killPriv(fd, c.who())); err != nil {
+		return 0, c.fail(err)
 	}
 	n.changing()
 	var w int
@@ -120,7 +117,13 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	} else {
 		w, err = unix.Pwritev(fd, data, off)
 	}
-	return uint32(max(w, 0)), errno(err)
+	// A write that fails has written nothing (one that wrote some
+	// bytes returns their count): its records go, unless killPriv
+	// changed the mode first.
+	if err := c.did(err); err != nil {
+		return 0, c.fail(err)
+	}
+	return uint32(max(w, 0)), 0
 }
 
 var _ = (gofs.NodeAllocater)((*Node)(nil))
@@ -143,10 +146,13 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint6
 		lo, hi = 0, 0 // allocation destroys nothing; only the size may grow
 	}
 	if err := n.beforeContent(c, fd, lo, hi, journal.CauseWrite); err != nil {
-		return errno(err)
+		return c.fail(err)
 	}
 	n.changing()
-	return errno(unix.Fallocate(fd, mode, int64(off), int64(size)))
+	if err := c.did(unix.Fallocate(fd, mode, int64(off), int64(size))); err != nil {
+		return c.fail(err)
+	}
+	return 0
 }
 
 var _ = (gofs.NodeFlusher)((*Node)(nil))
