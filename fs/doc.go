@@ -15,6 +15,7 @@
 // for each FUSE request:
 //
 //	WRITE, WRITEV, mmap flush   bytes overwritten that existed when the epoch began
+//	                            (an append: nothing but the old size)
 //	SETATTR size, O_TRUNC       bytes cut off; the old size (first touch)
 //	FALLOCATE punch/zero/collapse/insert   the bytes it destroys or moves
 //	SETATTR mode/owner/times    the attributes (first touch)

@@ -94,11 +94,16 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
 	// Read and write: the same descriptor gives the pre-image.
-	fd, done, e := n.ioFile(syscall.O_RDWR)
+	fd, done, appendOnly, e := n.writeFile()
 	if e != 0 {
 		return 0, e
 	}
 	defer done()
+	if appendOnly {
+		if e := atEnd(fd, off); e != 0 {
+			return 0, e
+		}
+	}
 	var size int64
 	for _, d := range data {
 		size += int64(len(d))
@@ -126,16 +131,57 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 	return uint32(max(w, 0)), 0
 }
 
+// writeFile returns a descriptor of n's backing file to write through,
+// readable too, and done, to call when the request is done with it.
+// An append-only file (chattr +a) opens for writing only with O_APPEND,
+// as natively; then appendOnly is set, and every write through the
+// descriptor goes to the end of the file, whatever its offset.
+func (n *Node) writeFile() (fd int, done func(), appendOnly bool, e syscall.Errno) {
+	fd, done, e = n.ioFile(syscall.O_RDWR)
+	if e != syscall.EPERM || n.typ() != syscall.S_IFREG {
+		return fd, done, false, e
+	}
+	// Refused: immutable, or append-only. Appends to an append-only
+	// file are rare, so the descriptor is not kept (ioFile keeps one
+	// mode of descriptor per file).
+	afd, ae := n.open(syscall.O_RDWR | syscall.O_APPEND)
+	if ae != 0 {
+		return -1, nil, false, e
+	}
+	return afd, func() { unix.Close(afd) }, true, 0
+}
+
+// atEnd checks that a write at off to the append-only file fd is an
+// append: natively only a descriptor opened with O_APPEND writes to such
+// a file, and every write through it goes to the end. The kernel sends
+// an O_APPEND write at the end of the file as it knows it; a write
+// anywhere else comes through a descriptor that natively could not
+// have been opened (the mount does not see opens: io.go), and is
+// refused as that open would have been.
+func atEnd(fd int, off int64) syscall.Errno {
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		return errno(err)
+	}
+	if off != st.Size {
+		return syscall.EPERM
+	}
+	return 0
+}
+
 var _ = (gofs.NodeAllocater)((*Node)(nil))
 
 func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
 	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
-	fd, done, e := n.ioFile(syscall.O_RDWR)
+	fd, done, appendOnly, e := n.writeFile()
 	if e != 0 {
 		return e
 	}
 	defer done()
+	if appendOnly && mode&^unix.FALLOC_FL_KEEP_SIZE != 0 {
+		return syscall.EPERM // as natively: an append-only file only grows
+	}
 	lo, hi := int64(off), int64(off+size)
 	switch {
 	case mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0:

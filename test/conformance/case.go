@@ -92,5 +92,6 @@ func Cases() []Case {
 	cs = append(cs, errnoCases()...)
 	cs = append(cs, aclCases()...)
 	cs = append(cs, moreCases()...)
+	cs = append(cs, flagCases()...)
 	return cs
 }

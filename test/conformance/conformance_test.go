@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -46,6 +47,14 @@ func TestConformance(t *testing.T) {
 	native := filepath.Join(base, "native")
 	mnt := mountTurn(t, base)
 	os.Mkdir(native, 0o755)
+	os.Setenv(BackingEnv, mnt+"="+filepath.Join(base, "backing"))
+	t.Cleanup(func() {
+		// A case that stopped half way may leave inode flags that keep
+		// the directory from being removed.
+		if _, err := exec.LookPath("chattr"); err == nil {
+			exec.Command("chattr", "-R", "-f", "-i", "-a", native, filepath.Join(base, "backing")).Run()
+		}
+	})
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			if c.Needs != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -54,6 +55,25 @@ const StepEnv = "COWFS_CONFORMANCE_STEP"
 // OtherEnv names a directory on another filesystem (for EXDEV), which
 // "{other}" in a path stands for.
 const OtherEnv = "COWFS_CONFORMANCE_OTHER"
+
+// BackingEnv tells a step where the mount's backing directory is, as
+// "MOUNTPOINT=BACKING": "chattr" acts there, since the mount refuses the
+// ioctl that sets inode flags (it could not journal it).
+const BackingEnv = "COWFS_CONFORMANCE_BACKING"
+
+// backingPath is p, relative to the step's directory, as the backing
+// directory holds it if the step runs in the mount.
+func backingPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	mnt, back, ok := strings.Cut(os.Getenv(BackingEnv), "=")
+	if rest, under := strings.CutPrefix(abs, mnt+"/"); ok && under {
+		return filepath.Join(back, rest), nil
+	}
+	return abs, nil
+}
 
 // expand replaces "{other}" with the other filesystem's directory and
 // "{long}" with a name one byte longer than NAME_MAX.
@@ -130,6 +150,23 @@ func do(op Op) error {
 			unix.Close(fd)
 		}
 		return err
+	case "append": // open for appending and append a byte
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte{'a'})
+		return err
+	case "chattr": // Args: the flag (+i, -a, ...), set on the backing file
+		b, err := backingPath(p)
+		if err != nil {
+			return err
+		}
+		if out, err := exec.Command("chattr", op.Args[0], b).CombinedOutput(); err != nil {
+			return fmt.Errorf("chattr: %v: %s", err, out)
+		}
+		return nil
 	case "write": // open for writing and write a byte
 		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		if err != nil {

@@ -101,3 +101,68 @@ func TestRefusedOperationLeavesNoRecord(t *testing.T) {
 	}
 	sameTree(t, w.mnt, before, "after the rollback")
 }
+
+// An append-only file takes appends through the mount as natively, and
+// refuses the rest (a truncation, an overwrite) with EPERM, as natively.
+// The append journals nothing but the old size, which a rollback puts
+// back once the flag is off.
+func TestAppendOnlyFile(t *testing.T) {
+	w := newWorkspace(t)
+	native := filepath.Join(filepath.Dir(w.dir), "native")
+	os.Mkdir(native, 0o755)
+	var clearWs func()
+	for _, dir := range []string{w.dir, native} {
+		if err := os.WriteFile(filepath.Join(dir, "log"), []byte("one\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		clear := chattr(t, "+a", filepath.Join(dir, "log"))
+		if dir == w.dir {
+			clearWs = clear
+		}
+	}
+	w.mount()
+
+	w.cowfs("turn", "begin")
+	for _, dir := range []string{native, w.mnt} {
+		p := filepath.Join(dir, "log")
+		if out, err := exec.Command("sh", "-c", "echo two >> "+p).CombinedOutput(); err != nil {
+			t.Errorf("append to %s: %v: %s", p, err, out)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatalf("open %s O_APPEND: %v", p, err)
+		}
+		if _, err := f.Write([]byte("three\n")); err != nil {
+			t.Errorf("append to %s by write: %v", p, err)
+		}
+		if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, 1<<16); err != nil {
+			t.Errorf("allocating %s: %v", p, err)
+		}
+		if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE, 0, 4); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("punching a hole in %s: %v, want EPERM", p, err)
+		}
+		f.Close()
+		if err := os.Truncate(p, 0); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("truncate %s: %v, want EPERM", p, err)
+		}
+		if out, err := exec.Command("sh", "-c", "echo over > "+p).CombinedOutput(); err == nil {
+			t.Errorf("overwrite of %s succeeded: %s", p, out)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "one\ntwo\nthree\n" {
+			t.Errorf("%s: %q %v", p, b, err)
+		}
+	}
+	w.cowfs("turn", "end")
+
+	d := w.turn("1")
+	if len(d.Changes) != 1 || d.Changes[0].Path != "log" || d.Changes[0].Kind != "modified" {
+		t.Errorf("the turn lists %+v; want log, modified", d.Changes)
+	}
+	clearWs()
+	if res, code := rollbackJSON(w, "1", "--force"); code != 0 || !res.Complete {
+		t.Fatalf("rollback: exit %d, %+v", code, res)
+	}
+	if b, _ := os.ReadFile(w.path("log")); string(b) != "one\n" {
+		t.Errorf("log after the rollback: %q", b)
+	}
+}
