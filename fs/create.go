@@ -89,7 +89,7 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 	}
 	who := c.who()
 	perm := func(mode uint32) uint32 { return n.fs.createMode(who, dir, mode) }
-	err := c.did(asCaller(who, func() error { return mk(dir, perm) }))
+	err := c.did(asCaller(who, func() error { return unmasked(func() error { return mk(dir, perm) }) }))
 	if errors.Is(err, syscall.EEXIST) {
 		// The kernel asks only for a name it believes missing: its
 		// negative entry is stale (the name was made behind the
@@ -212,9 +212,11 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	who := c.who()
 	perm := n.fs.createMode(who, dir, mode&07777)
 	err := asCaller(who, func() error {
-		var err error
-		fd, err = unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, perm)
-		return err
+		return unmasked(func() error {
+			var err error
+			fd, err = unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, perm)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, nil, 0, errno(err)

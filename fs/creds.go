@@ -20,8 +20,8 @@ import (
 // set-group-ID bit a non-member may not set, and the sticky and
 // set-user-ID bits come out as natively, with no chown afterwards
 // (which would clear set-id bits, and would act on whatever the name
-// holds by then). The mode the kernel sends has the caller's umask
-// applied already; the daemon's own umask is 0 (Mount).
+// holds by then). The mode is the caller's, with its umask applied
+// (umask.go); the creating thread's own umask is 0 meanwhile.
 //
 // setfsuid, setfsgid and setgroups as system calls change only the
 // calling thread, which is locked to the goroutine meanwhile.

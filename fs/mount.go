@@ -95,9 +95,6 @@ func New(cfg Config) (*Mount, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	// The kernel applies the caller's umask to the modes it sends; the
-	// daemon must not apply its own on top (creds.go).
-	syscall.Umask(0)
 	root := &Node{fs: &filesystem{
 		rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd,
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,

@@ -1,6 +1,8 @@
 package fs
 
 import (
+	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -16,10 +18,28 @@ import (
 // with the mode unmasked and the caller's umask alongside. go-fuse's
 // node API drops the umask, so umaskFS, in front of it, notes each
 // request's umask under its calling thread (a thread makes one system
-// call at a time) for createMode to find. The daemon's own umask is 0.
+// call at a time) for createMode to find.
 //
 // Where the kernel applied the umask itself (no ACL support negotiated)
 // applying it again changes nothing.
+//
+// # The daemon's own umask
+//
+// The backing filesystem applies the creating process's umask too, to
+// the mode createMode decided, so the creating call must run with
+// umask 0. The process's umask is left alone: the daemon's own files
+// (journal, socket, state directories, and the files Badger creates)
+// get the modes their code asks for under the umask it was started
+// with. Instead the one thread that makes the call (unmasked) stops
+// sharing its umask, working directory and root with the others
+// (unshare(CLONE_FS): per thread, as setfsuid is in creds.go), sets its
+// umask to 0 for the call, and back after. Only that thread, locked to
+// the goroutine meanwhile, ever has umask 0; the runtime starts no
+// thread from a locked one, so none shares it at that moment. Once
+// back in the runtime's pool, the thread differs from the others only
+// in not seeing a later change of the process's working directory,
+// root or umask, which the daemon never makes (cowfs changes its
+// directory only in commands that serve no mount).
 
 // umaskFS notes the umask of creating requests while they are served.
 type umaskFS struct {
@@ -108,4 +128,19 @@ func (fs *filesystem) createMode(c caller, dir int, mode uint32) uint32 {
 		return mode
 	}
 	return mode &^ umask // ENODATA; any other error errs on the safe side
+}
+
+// unmasked runs fn, a call that creates an entry with a mode createMode
+// decided, with the calling thread's umask 0 (see the package doc
+// above).
+func unmasked(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// A no-op once the thread's filesystem context is its own, unless
+	// a thread the runtime started from this one shares it since.
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("a umask of the creating thread's own: unshare: %v", err) // not the caller's errno
+	}
+	defer unix.Umask(unix.Umask(0))
+	return fn()
 }

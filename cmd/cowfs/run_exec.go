@@ -11,11 +11,12 @@ import (
 )
 
 // execEnv marks cowfs started by cowfs run's sandbox to become the
-// command; its value is the umask to give it, in octal. The daemon
-// runs with umask 0 (the kernel applies the caller's umask to the modes
-// it sends, and the daemon must not apply its own on top), and Go
-// cannot set a child's umask between fork and exec: this process does
-// it before it execs the command.
+// command; its value is the umask to give it, in octal. The mount
+// leaves the process's umask alone (fs/umask.go), so the command would
+// inherit cowfs run's anyway; this process still sets it before it
+// execs the command, so that nothing done to the daemon's process can
+// reach the command (Go cannot set a child's umask between fork and
+// exec).
 const execEnv = "COWFS_RUN_EXEC"
 
 // execCommand waits until the sandbox closes descriptor 3 — it has

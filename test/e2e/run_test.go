@@ -299,7 +299,7 @@ func TestRunPrivateMount(t *testing.T) {
 	w := newWorkspace(t)
 	r := w.start(`awk -v ws="$PWD" '$5 == ws { for (i = 7; $i != "-"; i++) {}; print $(i+1) }' /proc/self/mountinfo; umask; read x`)
 	r.expect("fuse.cowfs")
-	// The daemon runs with umask 0; the command gets cowfs run's.
+	// The command gets cowfs run's umask.
 	mask := syscall.Umask(0)
 	syscall.Umask(mask)
 	r.expect(fmt.Sprintf("%04o", mask))
