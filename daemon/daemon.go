@@ -139,8 +139,8 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if err := refuseLiveMount(mnt, d.loc); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(d.loc.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	if err := makeStateDirs(d.loc); err != nil {
+		return nil, err
 	}
 
 	if err := d.open(ws, jdir); err != nil {
@@ -266,8 +266,8 @@ func (d *Daemon) linkMountpoint(mnt string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
-		return fmt.Errorf("state directory: %w", err)
+	if err := makeStateDirs(l); err != nil {
+		return err
 	}
 	os.Remove(l.Socket())
 	if err := os.Symlink(d.loc.Socket(), l.Socket()); err != nil {
@@ -410,7 +410,7 @@ func LogPath(workspace string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+	if err := makeStateDirs(l); err != nil {
 		return "", err
 	}
 	return l.Log(), nil

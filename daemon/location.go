@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/cowfs/cowfs/privdir"
 )
 
 // StateRoot is where per-workspace state directories live:
@@ -49,6 +51,26 @@ func (l Location) Socket() string {
 		return filepath.Join(d, filepath.Base(l.Dir)+".sock")
 	}
 	return filepath.Join(l.Dir, "ctl.sock")
+}
+
+// makeStateDirs creates l's state directory and its socket's directory,
+// or checks them if they exist: only root and the daemon's uid may be
+// able to change them or any directory above them (privdir), or the
+// daemon, running as root, would create its journal, its log and its
+// socket where another user could redirect, read or replace them. The
+// socket's directory is checked again, by descriptor, when the socket
+// is bound (ctl.Listen); checking it here refuses before anything is
+// opened or mounted.
+func makeStateDirs(l Location) error {
+	if err := privdir.Make(l.Dir); err != nil {
+		return fmt.Errorf("state directory %s: %w", l.Dir, err)
+	}
+	if sd := filepath.Dir(l.Socket()); sd != l.Dir {
+		if err := privdir.Make(sd); err != nil {
+			return fmt.Errorf("control socket directory %s: %w", sd, err)
+		}
+	}
+	return nil
 }
 
 // maxSocketPath is what fits in sockaddr_un.sun_path.
