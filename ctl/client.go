@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,23 +19,66 @@ import (
 // ErrNotRunning: no daemon answers on the socket.
 var ErrNotRunning = errors.New("no cowfs daemon is running for this workspace")
 
+// ErrForeignServer: the process listening on the socket is neither
+// root nor this client's uid. Errors that wrap it are *ForeignServerError.
+var ErrForeignServer = errors.New("the control socket is served by another user")
+
+// ForeignServerError names the socket and the uid that answered on it.
+type ForeignServerError struct {
+	Socket string
+	Uid    uint32
+}
+
+func (e *ForeignServerError) Error() string {
+	return fmt.Sprintf("refused: the control socket %s is served by uid %d, not by root or uid %d (this user): "+
+		"a cowfs daemon runs as one of those; nothing was sent to it", e.Socket, e.Uid, os.Geteuid())
+}
+
+// Is makes errors.Is(err, ErrForeignServer) true.
+func (e *ForeignServerError) Is(target error) bool { return target == ErrForeignServer }
+
 // Client talks to a daemon over its control socket.
 type Client struct {
 	Socket string
 	http   *http.Client
 }
 
-// NewClient returns a client for the socket at path.
+// NewClient returns a client for the socket at path. Every connection
+// it makes is checked before a request goes out (CheckServer).
 func NewClient(path string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if err := CheckServer(c, path); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 		MaxIdleConns:    2,
 		IdleConnTimeout: 30 * time.Second,
 	}
 	return &Client{Socket: path, http: &http.Client{Transport: tr}}
+}
+
+// CheckServer checks, on a connection to the control socket at path,
+// that the process listening is root or this process's uid
+// (SO_PEERCRED), as a daemon is. A client must know who answers before
+// it sends anything: a socket another user put at the path, or swapped
+// in, would otherwise receive its requests and answer them.
+func CheckServer(c net.Conn, path string) error {
+	cred, err := peerCred(c)
+	if err != nil {
+		return fmt.Errorf("control socket %s: cannot tell who serves it: %w", path, err)
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return &ForeignServerError{Socket: path, Uid: cred.Uid}
+	}
+	return nil
 }
 
 // Status returns the daemon's status.
@@ -198,6 +242,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var op *net.OpError
+		var foreign *ForeignServerError
+		if errors.As(err, &foreign) {
+			return nil, foreign
+		}
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Socket)
 		}

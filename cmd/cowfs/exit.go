@@ -8,6 +8,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/privdir"
 )
 
 // Exit codes, listed in the root command's help.
@@ -22,6 +23,7 @@ const (
 	exitConflict    = 7
 	exitCannotMount = 8
 	exitPartial     = 9
+	exitForeign     = 10
 )
 
 const exitCodeHelp = `Exit codes:
@@ -40,10 +42,14 @@ const exitCodeHelp = `Exit codes:
      already mounted, journal locked; or refused: / or a system
      directory (also through a symlink, or beneath /proc, /sys, /dev),
      the journal or state inside the workspace or the mountpoint, a
-     .cowfs cowfs did not make
+     .cowfs cowfs did not make, a state or socket directory another
+     user could change (a symlink on the way, someone else's, or
+     writable by others)
   9  partial rollback: a step failed (no space, an I/O error); no marker
      was left and no turn reverted; run the same rollback again once the
      cause is gone, or 'cowfs unrevert' to undo what it did
+ 10  refused: the workspace's control socket is served by another user
+     (neither root nor you); nothing was sent to it
 Once its command has started, 'cowfs run' exits with the command's status
 (128+N if signal N killed it).`
 
@@ -65,6 +71,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, ctl.ErrNotRunning):
 		return exitNotRunning
+	case errors.Is(err, ctl.ErrForeignServer):
+		return exitForeign
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeBadRequest}):
 		return exitUsage
 	case errors.Is(err, &ctl.Error{Code: ctl.CodeBusy}), errors.Is(err, daemon.ErrServed):
@@ -77,7 +85,8 @@ func exitCode(err error) int {
 		return exitConflict
 	case errors.Is(err, daemon.ErrNoFUSE), errors.Is(err, daemon.ErrNotPermitted),
 		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
-		errors.Is(err, daemon.ErrPlacement), errors.Is(err, daemon.ErrJournalLocked):
+		errors.Is(err, daemon.ErrPlacement), errors.Is(err, daemon.ErrJournalLocked),
+		errors.Is(err, privdir.ErrUnsafe):
 		return exitCannotMount
 	}
 	return exitError
