@@ -74,9 +74,10 @@ func NewServer(svc Service, log *slog.Logger) *Server {
 	return s
 }
 
-// Serve serves connections from ln until Close.
+// Serve serves connections from ln until Close, at most connCap of
+// them at once (see MaxConns).
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(ln)
+	err := s.http.Serve(newCapListener(ln, connCap()))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
