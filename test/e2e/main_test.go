@@ -9,12 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // cowfsBin is the binary under test, built once by TestMain.
 var cowfsBin string
 
 func TestMain(m *testing.M) {
+	testenv.HelperMain() // the foreign server of socket_test.go
 	dir, err := os.MkdirTemp("", "cowfs-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
