@@ -3,10 +3,22 @@
 // the wire types (api.go), the server, which calls a Service the daemon
 // implements, and the Go client the CLI uses.
 //
-// The socket is mode 0600 in a 0700 directory, and every connection's
-// peer uid is checked (SO_PEERCRED): only the daemon's own uid and root
-// may talk to it. Request bodies are capped and strictly decoded;
-// every error is {"error": {"code", "message"}} with a fitting status.
+// # Who may talk to whom
 //
-// Imports: the standard library only.
+// The socket's directory is reached by descriptor and refused unless
+// only root and the daemon's uid can change it and every directory
+// above it (package privdir); it is made 0700, and the socket, bound
+// through that descriptor, is 0600 before it has its name (listen.go).
+// The server checks every connection's peer uid (SO_PEERCRED): only
+// the daemon's own uid and root are served. The client checks the
+// other way round before it sends anything: the process listening must
+// be root or the client's own uid (CheckServer), or the request would
+// go to whoever put a socket at the path.
+//
+// Request bodies are capped and strictly decoded; every error is
+// {"error": {"code", "message"}} with a fitting status. At most
+// MaxConns connections are served at once (conncap.go), so connections
+// cannot take the descriptors the mount needs.
+//
+// Imports: the standard library and privdir only.
 package ctl

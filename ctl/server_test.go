@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cowfs/cowfs/privdir"
 	"github.com/cowfs/cowfs/test/testenv"
 )
 
@@ -239,6 +240,12 @@ func TestListen(t *testing.T) {
 	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Errorf("serving socket: mode %v, want a socket with 0600", fi.Mode())
 	}
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the socket's directory: %v %v, want 0700", fi.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(sock)); len(ents) != 1 {
+		t.Errorf("the socket's directory holds %v, want the socket alone", ents)
+	}
 	if _, err := Listen(sock); err == nil {
 		t.Fatal("a second listener took a live socket")
 	}
@@ -261,5 +268,29 @@ func TestListen(t *testing.T) {
 	defer ln2.Close()
 	if fi, err := os.Lstat(stale); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("replaced socket: %v %v", fi, err)
+	}
+}
+
+// TestListenRefused: a socket directory reached through a symlink is
+// refused, and nothing is bound, created or chmod'ed where it points.
+func TestListenRefused(t *testing.T) {
+	top, outside := t.TempDir(), t.TempDir()
+	os.Chmod(outside, 0o755)
+	os.Symlink(outside, filepath.Join(top, "link"))
+	for _, sock := range []string{filepath.Join(top, "link", "ctl.sock"), filepath.Join(top, "link", "sub", "ctl.sock")} {
+		ln, err := Listen(sock)
+		if err == nil {
+			ln.Close()
+			t.Fatalf("Listen(%s) went through a symlink", sock)
+		}
+		if !errors.Is(err, privdir.ErrUnsafe) || !strings.Contains(err.Error(), "link is a symlink") {
+			t.Errorf("Listen(%s): %v, want a refusal naming the symlink", sock, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("created where the symlink points: %v", ents)
+	}
+	if fi, _ := os.Stat(outside); fi.Mode().Perm() != 0o755 {
+		t.Errorf("the symlink's target's mode changed to %v", fi.Mode())
 	}
 }
