@@ -6,8 +6,12 @@
 
 import type { ErrorBody, ErrorCode } from "./types.js";
 
-/** Codes of errors that do not come from the API: no daemon answers, or the connection broke. */
-export type ClientErrorCode = "no_daemon" | "connection";
+/**
+ * Codes of errors that do not come from the API: no daemon answers, the
+ * connection broke, or the socket is one another user could have put there
+ * (ForeignSocketError, in trust.ts).
+ */
+export type ClientErrorCode = "no_daemon" | "connection" | "foreign_socket";
 
 /** The base of every error this package throws about the daemon. */
 export class CowfsError extends Error {

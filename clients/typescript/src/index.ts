@@ -27,6 +27,7 @@ export {
   type RewindOptions,
   type RewindResult,
 } from "./history.js";
+export { checkSocket, ForeignSocketError } from "./trust.js";
 export { findWorkspace, locate, socketFor, stateRoot, type Location } from "./locate.js";
 export { pathBytes, pathQuery, pathString } from "./paths.js";
 export type * from "./types.js";

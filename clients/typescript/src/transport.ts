@@ -6,6 +6,7 @@
 import * as http from "node:http";
 
 import { apiError, ConnectionError, CowfsError, NoDaemonError } from "./errors.js";
+import { checkSocket } from "./trust.js";
 import type { ErrorBody } from "./types.js";
 
 /** Error replies are read up to this size; the API's are tiny. */
@@ -23,9 +24,12 @@ export interface RequestOptions {
 /**
  * Sends a request and resolves with the response once its status is
  * known to be a success; an error reply becomes the typed error for its
- * code. The caller reads (or destroys) the response.
+ * code. The caller reads (or destroys) the response. Before it connects,
+ * it checks that only root and this user could have put the socket there
+ * (checkSocket): Node cannot ask who listens, as the Go client does.
  */
-export function open(socket: string, method: string, pathAndQuery: string, opts: RequestOptions = {}): Promise<http.IncomingMessage> {
+export async function open(socket: string, method: string, pathAndQuery: string, opts: RequestOptions = {}): Promise<http.IncomingMessage> {
+  await checkSocket(socket);
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const headers: http.OutgoingHttpHeaders = { Host: "cowfs" };
