@@ -165,6 +165,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if mnt != ws {
 		if err := d.linkMountpoint(mnt); err != nil {
 			ln.Close()
+			os.Remove(d.loc.Socket()) // closing a listener leaves its name (ctl.Listen)
 			return nil, err
 		}
 	}
