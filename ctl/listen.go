@@ -31,6 +31,9 @@ import (
 // the final name, which appears with its mode already 0600 and its
 // listen queue open. The rename also replaces a dead daemon's socket in
 // one step: no moment without a socket, and none with a stale one.
+//
+// Closing the listener leaves the name: the caller removes the socket
+// when it is done (the daemon does so last, see daemon.release).
 func Listen(path string) (net.Listener, error) {
 	dir, err := privdir.Create(filepath.Dir(path))
 	if err != nil {
