@@ -12,7 +12,10 @@
 // set), the journal (journal/, unless --journal moves it; journal.dir
 // records where), and the daemon's log. The CLI finds a daemon from a
 // path by computing the same name, for the path and each of its
-// parents.
+// parents. The state directory and the socket's are created and
+// checked by descriptor (privdir): one another user could change — a
+// symlink on the way, someone else's directory, one writable by others
+// — is refused before anything is opened or mounted (ErrUnsafeDir).
 //
 // # Without a mount
 //
@@ -22,7 +25,7 @@
 // (offline.go). cowfs run's sandbox is an ordinary Start in a private
 // mount namespace.
 //
-// Imports: fs, journal, aside, backing, rollback, ctl; it re-exports
-// the errors the CLI tells apart, so cmd/cowfs imports only daemon and
-// ctl.
+// Imports: fs, journal, aside, backing, rollback, ctl, privdir; it
+// re-exports the errors the CLI tells apart, so cmd/cowfs imports only
+// daemon and ctl.
 package daemon

@@ -53,6 +53,10 @@ func (l Location) Socket() string {
 	return filepath.Join(l.Dir, "ctl.sock")
 }
 
+// ErrUnsafeDir: a state or socket directory, or one above it, is one
+// another user could change (privdir.ErrUnsafe, re-exported for the CLI).
+var ErrUnsafeDir = privdir.ErrUnsafe
+
 // makeStateDirs creates l's state directory and its socket's directory,
 // or checks them if they exist: only root and the daemon's uid may be
 // able to change them or any directory above them (privdir), or the

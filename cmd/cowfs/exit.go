@@ -8,7 +8,6 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
-	"github.com/cowfs/cowfs/privdir"
 )
 
 // Exit codes, listed in the root command's help.
@@ -86,7 +85,7 @@ func exitCode(err error) int {
 	case errors.Is(err, daemon.ErrNoFUSE), errors.Is(err, daemon.ErrNotPermitted),
 		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
 		errors.Is(err, daemon.ErrPlacement), errors.Is(err, daemon.ErrJournalLocked),
-		errors.Is(err, privdir.ErrUnsafe):
+		errors.Is(err, daemon.ErrUnsafeDir):
 		return exitCannotMount
 	}
 	return exitError

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
-	"github.com/cowfs/cowfs/privdir"
 )
 
 // TestExitCode: every error a command can end with maps to the exit code
@@ -37,7 +36,7 @@ func TestExitCode(t *testing.T) {
 		{daemon.ErrPlacement, exitCannotMount},
 		{daemon.ErrJournalLocked, exitCannotMount},
 		{daemon.ErrEmptyPath, exitUsage},
-		{&privdir.UnsafeError{Component: "/tmp/s", Reason: "is a symlink"}, exitCannotMount},
+		{fmt.Errorf("state directory /s: %w", daemon.ErrUnsafeDir), exitCannotMount},
 		{&ctl.ForeignServerError{Socket: "/s", Uid: 65534}, exitForeign},
 	}
 	for _, c := range cases {
