@@ -164,6 +164,7 @@ func New(cfg Config) (*Mount, error) {
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.later(func() { root.fs.freeKept(p) }) }
 	var inner fuse.RawFileSystem = umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}
+	inner = writebackFS{inner, &root.fs.writebacks} // rewritten.go
 	if root.fs.keepCache() {
 		inner = noOpendir{inner} // opendir.go
 	}
@@ -191,7 +192,8 @@ func New(cfg Config) (*Mount, error) {
 
 // serve mounts raw at mountpoint and serves it, as gofs.Mount does with
 // go-fuse's node API alone; raw puts the request counter (requests.go),
-// noOpendir (opendir.go) and umaskFS (umask.go) in front of it.
+// noOpendir (opendir.go), writebackFS (rewritten.go) and umaskFS
+// (umask.go) in front of it.
 func serve(mountpoint string, raw fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
 	server, err := fuse.NewServer(raw, mountpoint, opts)
 	if err != nil {
@@ -245,22 +247,6 @@ func (m *Mount) Unmount() (lazy bool, err error) {
 		return false, fmt.Errorf("unmount %s: %w", m.mountpoint, err)
 	}
 	return true, nil
-}
-
-// FlushWriteback makes the kernel send every dirty page of the mount
-// (shared writable mmaps) to the daemon now, so those writes are
-// journaled in the turn that made them. The caller must not hold the
-// journal's gate: the writes need it.
-func (m *Mount) FlushWriteback() error {
-	fd, err := unix.Open(m.mountpoint, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("flush writeback: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		return fmt.Errorf("flush writeback: %w", err)
-	}
-	return nil
 }
 
 // slogWriter turns go-fuse's log lines into debug records.

@@ -124,14 +124,16 @@ func (n *Node) keptWhileUsed(name string) {
 
 var _ = (gofs.NodeOnForgetter)((*Node)(nil))
 
-// OnForget closes the node's cached descriptor and frees the aside
-// entry that kept the node for the kernel, if the entry was only
-// waiting for that (aside.Area.Drop). go-fuse may call it for a node
+// OnForget closes the node's cached descriptor, forgets that the node
+// was mapped (writeback.go) and frees the aside entry that kept the
+// node for the kernel, if the entry was only waiting for that
+// (aside.Area.Drop). go-fuse may call it for a node
 // still in use: a descriptor closed too early is opened again when
 // needed, and FreeDeferred checks. go-fuse holds its locks here, so
 // nothing may wait: the descriptor is closed at once if no request is
 // using it, else later (later.go), like the aside entry.
 func (n *Node) OnForget() {
+	n.fs.writebacks.mapped.Delete(n)
 	if !n.fs.fds.tryForget(n) {
 		n.fs.later(func() { n.fs.fds.forget(n) })
 	}
