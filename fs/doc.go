@@ -40,8 +40,10 @@
 // journal's back (FUSE passthrough, see file). There is no writeback
 // cache either, so every write reaches the daemon as it happens; shared
 // mmap pages arrive as WRITEs with pid 0 when the kernel flushes them,
-// which FlushWriteback forces at turn boundaries. Writes with pid 0 are
-// attributed to a process that maps the file (mapper.go).
+// which FlushWriteback forces at turn boundaries and before rollbacks;
+// pages cached before a rollback rewrote a file are never written back
+// over it (rewritten.go). Writes with pid 0 are attributed to a process
+// that maps the file (mapper.go).
 //
 // # The private directory
 //

@@ -106,11 +106,15 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, buf []byte, off int
 		return nil, e
 	}
 	defer done()
+	// Taken before reading: the read is of restored bytes only if it
+	// began after a rollback marked them (rewritten.go).
+	mark := n.fs.rewrites.markOf(n.EmbeddedInode())
 	// Read now: go-fuse would splice from a ReadResultFd after done.
 	m, err := unix.Pread(fd, buf, off)
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.fs.rewrites.read(n.EmbeddedInode(), mark, off, off+int64(len(buf)))
 	return fuse.ReadResultData(buf[:m]), 0
 }
 

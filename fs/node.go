@@ -62,6 +62,8 @@ type filesystem struct {
 	bg           sync.WaitGroup
 	queue        laterQueue // work for the next batch (later.go)
 	umasks       umasks     // of creating requests in flight (umask.go)
+	rewrites     rewrites   // nodes a rollback rewrote, until their pages are dropped (rewritten.go)
+	writebacks   writebacks // WRITEs in flight that write cached pages back (rewritten.go)
 	trim         *trimmer
 }
 

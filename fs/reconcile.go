@@ -184,9 +184,33 @@ func (m *Mount) TakeStamps() map[uint64]int64 { return m.root.fs.rec.takeStamps(
 // Changed records that p (identity ino, linked if it has other names)
 // changed in place.
 func (m *Mount) Changed(p string, ino uint64, linked bool) {
+	m.changed(p, ino, linked)
+}
+
+// Rewritten records that p's bytes or size changed in place: the pages
+// the kernel holds of it are stale, and none it holds now may be written
+// back over the restored file (rewritten.go).
+func (m *Mount) Rewritten(p string, ino uint64, linked bool) {
+	if n := m.changed(p, ino, linked); n != nil {
+		m.root.fs.rewrites.mark(n, p)
+	}
+}
+
+// changed queues what the kernel must forget of p, changed in place,
+// and returns the node go-fuse knows it by, if any. The node's next
+// answer with attributes then carries the change as the daemon's own
+// (coherence.go): Flush drops its pages, and the first stat after it
+// must not drop the pages read since again.
+func (m *Mount) changed(p string, ino uint64, linked bool) *gofs.Inode {
 	n := m.node(p)
-	m.changedInode(n, ino, linked)
+	n = m.changedInode(n, ino, linked)
 	m.dropFd(n)
+	if n != nil {
+		if nn, ok := n.Operations().(*Node); ok {
+			nn.changing()
+		}
+	}
+	return n
 }
 
 // dropFd closes the descriptor node n keeps (handle.go), if no request
@@ -209,11 +233,12 @@ func (m *Mount) dropFd(n *gofs.Inode) {
 // as n if n is not nil. An inode with other names go-fuse may know only
 // by one of those: then the tree is searched, which is rare enough
 // (hard links, in a rollback) to cost what it costs.
-func (m *Mount) changedInode(n *gofs.Inode, ino uint64, linked bool) {
+func (m *Mount) changedInode(n *gofs.Inode, ino uint64, linked bool) *gofs.Inode {
 	if n == nil && linked {
 		n = findIno(m.root.EmbeddedInode(), ino, map[*gofs.Inode]bool{})
 	}
 	m.queueContent(n)
+	return n
 }
 
 // findIno searches the known tree beneath dir for inode ino.
@@ -233,7 +258,10 @@ func findIno(dir *gofs.Inode, ino uint64, seen map[*gofs.Inode]bool) *gofs.Inode
 }
 
 // Flush tells the kernel to forget what the changes recorded since the
-// last Flush made stale. The caller must not hold the journal's gate.
+// last Flush made stale. The caller must not hold the journal's gate:
+// dropping a file's pages writes the dirty ones back first, and those
+// WRITEs take it. When Flush returns, the kernel holds no page it cached
+// before a rollback rewrote the file (rewritten.go).
 func (m *Mount) Flush() {
 	m.inval.mu.Lock()
 	entries, content := m.inval.entries, m.inval.content
@@ -245,6 +273,8 @@ func (m *Mount) Flush() {
 		}
 	}
 	for n := range content {
+		mark := m.root.fs.rewrites.markOf(n)
 		n.NotifyContent(0, 0)
+		m.root.fs.rewrites.dropped(n, mark)
 	}
 }

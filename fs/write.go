@@ -93,6 +93,19 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
 	c := n.fs.rec.begin(ctx, n.writer())
 	defer c.end()
+	var size int64
+	for _, d := range data {
+		size += int64(len(d))
+	}
+	if n.fs.writebacks.is(ctx) {
+		// A page of a shared mapping (writeback.go). One cached before
+		// a rollback rewrote the file carries the bytes it replaced:
+		// refused, before anything is journaled (rewritten.go).
+		n.fs.writebacks.mapped.Store(n, struct{}{})
+		if n.refuseStale(c, off, off+size) {
+			return 0, syscall.EIO
+		}
+	}
 	// Read and write: the same descriptor gives the pre-image.
 	fd, done, appendOnly, e := n.writeFile()
 	if e != 0 {
@@ -103,10 +116,6 @@ func (n *Node) Writev(ctx context.Context, fh gofs.FileHandle, data [][]byte, of
 		if e := atEnd(fd, off); e != 0 {
 			return 0, e
 		}
-	}
-	var size int64
-	for _, d := range data {
-		size += int64(len(d))
 	}
 	if err := n.beforeContent(c, fd, off, off+size, journal.CauseWrite); err != nil {
 		return 0, c.fail(err)
