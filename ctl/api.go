@@ -203,6 +203,11 @@ type PathAction struct {
 	// path, or the object deleted from path moves to another.
 	From Path `json:"from,omitempty"`
 	To   Path `json:"to,omitempty"`
+	// Note tells what else happened to a path the rollback restored: a
+	// process wrote to it through a shared mapping during the rollback,
+	// and the kernel's writeback of that page, which also carried bytes
+	// cached before the restore, was refused (the writer got EIO).
+	Note string `json:"note,omitempty"`
 }
 
 // RollbackCounts sums a rollback's paths: files (and every other

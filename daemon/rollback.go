@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/fs"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rollback"
 )
@@ -14,6 +15,7 @@ func (d *Daemon) env() *rollback.Env {
 	e := &rollback.Env{Journal: d.j, Tree: d.tree, Aside: d.area, RootDev: d.rootDev, Log: d.log, AfterStep: d.afterStep}
 	if d.mount != nil {
 		e.Observer = d.mount
+		e.Writeback = d.mount.FlushMappedWriteback
 		e.Shed = func() {
 			asked, forgotten, err := d.mount.Shed()
 			if err != nil {
@@ -36,6 +38,37 @@ func (d *Daemon) env() *rollback.Env {
 func (d *Daemon) flush() {
 	if d.mount != nil {
 		d.mount.Flush()
+	}
+}
+
+// refusedWrites returns the writebacks the mount refused since the last
+// call, logged: a process's writes through a shared mapping, made during
+// a rollback, that came with pages cached before the rollback rewrote
+// the file (fs/rewritten.go).
+func (d *Daemon) refusedWrites() []fs.RefusedWrite {
+	if d.mount == nil {
+		return nil
+	}
+	ws := d.mount.TakeRefused()
+	for _, w := range ws {
+		d.log.Warn("refused a write through a shared mapping made during a rollback: its pages were cached before the rollback rewrote the file",
+			"path", w.Path, "offset", w.Off, "length", w.Len, "pid", w.Pid, "command", w.Comm)
+	}
+	return ws
+}
+
+// noteRefused adds to res the writes refused during its run.
+func noteRefused(res *ctl.RollbackResult, ws []fs.RefusedWrite) {
+	for _, w := range ws {
+		note := "a write through a shared mapping during the rollback was refused (the writer got EIO): its pages held bytes from before the restore"
+		if w.Pid != 0 {
+			note = fmt.Sprintf("a write through a shared mapping during the rollback (%s, pid %d) was refused (the writer got EIO): its pages held bytes from before the restore", w.Comm, w.Pid)
+		}
+		for i := range res.Paths {
+			if string(res.Paths[i].Path) == w.Path {
+				res.Paths[i].Note = note
+			}
+		}
 	}
 }
 
@@ -77,12 +110,15 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 	if err != nil {
 		return ctl.RollbackResult{}, err
 	}
+	d.refusedWrites() // not this rollback's
 	out, err := rollback.Rollback(d.env(), t, req.Force, req.DryRun)
 	d.flush()
+	refused := d.refusedWrites()
 	if err != nil {
 		return ctl.RollbackResult{}, apiError(err)
 	}
 	res := resultOf(out, false)
+	noteRefused(&res, refused)
 	switch {
 	case req.DryRun:
 	case !out.Complete:
@@ -102,13 +138,16 @@ func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.Ro
 		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "a rollback is running")
 	}
 	defer d.rbMu.Unlock()
+	d.refusedWrites() // not this unrevert's
 	out, err := rollback.Unrevert(d.env(), req.Force)
 	d.flush()
+	refused := d.refusedWrites()
 	if err != nil {
 		return ctl.RollbackResult{}, apiError(err)
 	}
 	d.log.Info("unreverted", "rollback", out.Rollback, "result", summary(out.Counts))
 	res := resultOf(out, true)
+	noteRefused(&res, refused)
 	d.event(journal.EventUnrevert, res)
 	return res, nil
 }

@@ -19,6 +19,16 @@ type Env struct {
 	// nobody to tell.
 	Observer Observer
 	Log      *slog.Logger
+	// Writeback, if set, makes the kernel write the pages dirtied
+	// through the mount (shared writable mappings) back now. A rollback
+	// or unrevert calls it before it takes the gate (the writes need
+	// it), so that a write a process made through a mapping before the
+	// rollback began reaches the journal as what it is — a change
+	// outside any turn, which the plan then sees as a conflict — rather
+	// than being written back after the restore, over it. A page
+	// dirtied after this call is the mount's to keep off the restored
+	// file (Observer.Rewritten).
+	Writeback func() error
 	// Rescan, if set, looks for changes made outside the mount (package
 	// rescan) and journals them through g, the exclusive gate, before a
 	// rollback or unrevert plans: so its conflict checks are never
@@ -52,7 +62,12 @@ type Env struct {
 type Observer interface {
 	Moved(from, to string, ino uint64, linked bool) // renamed (either may be in the aside area)
 	Exchanged(a, b string)                          // RENAME_EXCHANGE
-	Changed(path string, ino uint64, linked bool)   // content or attributes changed in place
+	Changed(path string, ino uint64, linked bool)   // attributes changed in place
+	// Rewritten: bytes or the size changed in place. Pages the kernel
+	// cached of the file before are stale: one a process dirtied
+	// through a shared mapping must not be written back over the
+	// restored bytes.
+	Rewritten(path string, ino uint64, linked bool)
 }
 
 // shedRecords is the size of a rollback, in records, past which Shed is

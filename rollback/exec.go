@@ -198,6 +198,7 @@ func (x *executor) attr(s *Step) error {
 		return err
 	}
 	defer o.close()
+	resized := o.typ() == syscall.S_IFREG && r.Attr.Size != o.st.Size
 	cause := journal.CauseMode
 	if s.Dir {
 		cause = journal.CauseDirent
@@ -205,7 +206,7 @@ func (x *executor) attr(s *Step) error {
 	if err := x.log.attr(s.Path, s.Ino, o.st, cause); err != nil {
 		return err
 	}
-	if o.typ() == syscall.S_IFREG && r.Attr.Size != o.st.Size {
+	if resized {
 		f, err := o.file(s.Path)
 		if err != nil {
 			return err
@@ -221,7 +222,11 @@ func (x *executor) attr(s *Step) error {
 	if err := setAttr(o, r.Attr); err != nil {
 		return err
 	}
-	x.changed(s.Path, s.Ino, o.st)
+	if resized {
+		x.rewritten(s.Path, s.Ino, o.st)
+	} else {
+		x.changed(s.Path, s.Ino, o.st)
+	}
 	return nil
 }
 
@@ -266,7 +271,7 @@ func (x *executor) data(s *Step) error {
 	if err != nil {
 		return err
 	}
-	x.changed(s.Path, s.Ino, o.st)
+	x.rewritten(s.Path, s.Ino, o.st)
 	return nil
 }
 
@@ -290,5 +295,12 @@ func (x *executor) xattr(s *Step) error {
 func (x *executor) changed(p string, ino uint64, st *unix.Stat_t) {
 	if o := x.env.Observer; o != nil {
 		o.Changed(p, ino, st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR)
+	}
+}
+
+// rewritten tells the observer that p's bytes or size changed.
+func (x *executor) rewritten(p string, ino uint64, st *unix.Stat_t) {
+	if o := x.env.Observer; o != nil {
+		o.Rewritten(p, ino, st.Nlink > 1)
 	}
 }

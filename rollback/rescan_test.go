@@ -104,6 +104,9 @@ func (o *recordingObserver) Exchanged(a, b string) {
 func (o *recordingObserver) Changed(path string, ino uint64, linked bool) {
 	o.events = append(o.events, fmt.Sprintf("changed %s linked=%v", path, linked))
 }
+func (o *recordingObserver) Rewritten(path string, ino uint64, linked bool) {
+	o.events = append(o.events, fmt.Sprintf("rewritten %s linked=%v", path, linked))
+}
 
 // trimAside names any aside entry "aside".
 func trimAside(p string) string {
@@ -142,7 +145,8 @@ func TestRollbackTellsObserver(t *testing.T) {
 		"moved b -> a",
 		"moved aside -> gone",
 		"changed linked linked=true",
-		"changed data linked=false",
+		// Bytes put back make the kernel's pages stale, a chmod does not.
+		"rewritten data linked=false",
 	}
 	got := map[string]int{}
 	for _, e := range o.events {

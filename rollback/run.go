@@ -43,6 +43,7 @@ func Note(turn uint64) string {
 // journal's gate throughout and fails with journal.ErrBusy while a turn
 // is open.
 func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, error) {
+	writeback(env)
 	g := env.Journal.Exclusive()
 	defer g.Leave()
 	if t, open := g.OpenTurn(); open {
@@ -277,6 +278,7 @@ func decodePlan(b []byte) (*Plan, error) {
 // turns) to what the rollback touched are skipped unless force. An
 // unrevert that stopped at a failed step is gone on with from there.
 func Unrevert(env *Env, force bool) (*Outcome, error) {
+	writeback(env)
 	g := env.Journal.Exclusive()
 	defer g.Leave()
 	if err := env.Journal.CheckSettled(); err != nil {
@@ -380,6 +382,21 @@ func Resume(env *Env) ([]*Outcome, error) {
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// writeback runs env's writeback, if it has one, before the gate is
+// taken. A dry run too: its preview must show the conflicts the real
+// run will find. It cannot fail the rollback: a page it could not write
+// is either lost to its writer (the kernel reports the error to it) or
+// written back later, and then kept off what the rollback restores
+// (Observer.Rewritten).
+func writeback(env *Env) {
+	if env.Writeback == nil {
+		return
+	}
+	if err := env.Writeback(); err != nil && env.Log != nil {
+		env.Log.Warn("writing dirty pages back before the rollback", "err", err)
+	}
 }
 
 // rescan runs env's rescan, if it has one.

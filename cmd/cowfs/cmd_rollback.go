@@ -83,11 +83,13 @@ func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 	fmt.Println(rollbackSummary(res))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, p := range res.Paths {
-		if opts.verbose || res.DryRun || p.Action == ctl.ActionSkip {
+		if opts.verbose || res.DryRun || p.Action == ctl.ActionSkip || p.Note != "" {
 			reason := ""
 			switch {
 			case p.Reason != "":
 				reason = "\t(" + shown(p.Reason) + ")"
+			case p.Note != "":
+				reason = "\t(" + shown(p.Note) + ")"
 			case p.From != "":
 				reason = "\t(renamed back from " + shownPath(p.From) + ")"
 			case p.To != "":
