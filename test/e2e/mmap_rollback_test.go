@@ -219,6 +219,11 @@ func TestRollbackWritesBackDirtyMappingsFirst(t *testing.T) {
 	if !found {
 		t.Errorf("no event for the late write: %+v", w.events(since))
 	}
+	var l ctl.TurnList
+	w.cowfsJSON(&l, "log")
+	if l.OutsideTurns != 1 {
+		t.Errorf("cowfs log: %d paths changed outside turns, want 1 (f.bin)", l.OutsideTurns)
+	}
 
 	// Forced, the rollback restores over it; the page the kernel
 	// wrote back is clean, so nothing lands on top afterwards.
@@ -322,7 +327,7 @@ func TestRollbackRefusesPagesCachedBeforeTheRestore(t *testing.T) {
 	if got := w.fileRuns("f.bin"); got != "A*8192" {
 		t.Errorf("f.bin through the mount after the rollback: %s", got)
 	}
-	// The CLI names the refused write.
+	// A refused write leaves no record.
 	for _, e := range w.events(0) {
 		if e.Type == ctl.EventChange && e.Path == "f.bin" && e.Turn == 0 && e.Rollback == 0 {
 			t.Errorf("the refused write was journaled: %+v", e)
