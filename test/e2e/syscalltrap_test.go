@@ -43,6 +43,11 @@ import (
 // trapRole makes the re-executed test binary the wrapper (roles_test.go).
 const trapRole = "trap"
 
+// trapLogEnv, set to a prefix, has the trap print each call it counts
+// that names a file beginning with it, while armed: which calls a step
+// makes, and in which order.
+const trapLogEnv = "COWFS_TEST_TRAP_LOG"
+
 // pathArgs lists, per system call the trap sees, which arguments are
 // paths. The calls are the *at family and the path xattr calls, which
 // are all a Go program on Linux uses to name files.
@@ -301,6 +306,9 @@ func (tr *syscallTrap) handle(fd int, n *seccompNotif) {
 			return
 		}
 		name := path.Base(p)
+		if prefix := os.Getenv(trapLogEnv); prefix != "" && strings.HasPrefix(name, prefix) {
+			fmt.Fprintf(os.Stderr, "syscall trap: tid %d: syscall %d %q\n", n.Pid, n.Nr, p)
+		}
 		tr.mu.Lock()
 		tr.counts[name]++
 		k := trapKey{name, tr.counts[name]}
