@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -165,6 +166,14 @@ type syscallTrap struct {
 	actions map[trapKey]func()
 	fired   map[trapKey]bool
 	wg      sync.WaitGroup
+	over    atomic.Bool // the test is over: errors are not its any more
+}
+
+// errorf fails the test, while it runs.
+func (tr *syscallTrap) errorf(format string, args ...any) {
+	if !tr.over.Load() {
+		tr.t.Errorf(format, args...)
+	}
 }
 
 // newSyscallTrap makes a trap. It registers its cleanup first, so
@@ -184,6 +193,7 @@ func newSyscallTrap(t testing.TB, bin string) *syscallTrap {
 		case <-time.After(30 * time.Second):
 			t.Errorf("a process under the syscall trap still runs 30 s after the test")
 		}
+		tr.over.Store(true)
 	})
 	probe := tr.command("/bin/true")
 	var out bytes.Buffer
@@ -264,7 +274,7 @@ func (tr *syscallTrap) serve(fd int) {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			tr.t.Errorf("syscall trap: poll: %v", err)
+			tr.errorf("syscall trap: poll: %v", err)
 			return
 		}
 		if pfd[0].Revents&unix.POLLIN == 0 {
@@ -275,13 +285,13 @@ func (tr *syscallTrap) serve(fd int) {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINTR) {
 				continue // the caller went away
 			}
-			tr.t.Errorf("syscall trap: receive: %v", err)
+			tr.errorf("syscall trap: receive: %v", err)
 			return
 		}
 		tr.handle(fd, &n)
 		resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
 		if err := ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
-			tr.t.Errorf("syscall trap: send: %v", err)
+			tr.errorf("syscall trap: send: %v", err)
 			return
 		}
 	}
