@@ -192,3 +192,33 @@ func (j *Journal) SaveFingerprints(set map[string]Fingerprint, drop []string, up
 	}
 	return nil
 }
+
+// FingerprintView reads single fingerprints from one snapshot of the
+// journal, for a reader that looks up many (a rollback's planner). Close
+// it when done.
+type FingerprintView struct{ txn *badger.Txn }
+
+// ViewFingerprints opens a FingerprintView.
+func (j *Journal) ViewFingerprints() *FingerprintView {
+	return &FingerprintView{txn: j.db.NewTransaction(false)}
+}
+
+// Get returns the fingerprint kept for path, if one is.
+func (v *FingerprintView) Get(path string) (Fingerprint, bool, error) {
+	item, err := v.txn.Get(fingerprintKey(path))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Fingerprint{}, false, nil
+	}
+	if err != nil {
+		return Fingerprint{}, false, fmt.Errorf("journal: fingerprint of %s: %w", path, err)
+	}
+	var f Fingerprint
+	err = item.Value(func(b []byte) error {
+		f, err = decodeFingerprint(b)
+		return err
+	})
+	return f, err == nil, err
+}
+
+// Close ends the view.
+func (v *FingerprintView) Close() { v.txn.Discard() }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // A workspace for rollback tests, without FUSE: a temporary directory
@@ -635,3 +637,34 @@ func (w *ws) asideEntries() []string {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// immutable sets the immutable flag (chattr +i) on p, skipping the test
+// where the filesystem or the user cannot, and returns what clears it
+// (also run at cleanup, so t.TempDir can be removed).
+func immutable(t *testing.T, p string) (clear func()) {
+	t.Helper()
+	const fsImmutable = 0x10 // FS_IMMUTABLE_FL
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(fl|fsImmutable))
+	}
+	if err != nil {
+		unix.Close(fd)
+		testenv.Skip(t, "cannot make a file immutable here: "+err.Error())
+	}
+	var once sync.Once
+	clear = func() {
+		once.Do(func() {
+			defer unix.Close(fd)
+			if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(fl)); err != nil {
+				t.Errorf("clearing the immutable flag of %s: %v", p, err)
+			}
+		})
+	}
+	t.Cleanup(clear)
+	return clear
+}

@@ -41,6 +41,10 @@ type executor struct {
 	// that one path that cannot be restored never holds the rest
 	// hostage. Failures to journal still stop the run.
 	retrying bool
+	// failed are the inodes whose step a retry skipped for failure:
+	// their older steps do not run either, so each ends in a state it
+	// had (its newer changes undone, the rest left), never a mix.
+	failed map[uint64]bool
 }
 
 // journalError is a failure to journal a step's undo (no space, the
@@ -100,7 +104,12 @@ func (x *executor) do(s *Step) error {
 	if s.Skip != "" || s.Op == "" {
 		return nil
 	}
-	err := x.step(s)
+	var err error
+	if x.failed[s.Ino] || x.failed[s.Ino2] {
+		err = skipError{reason: reasonFailedBefore}
+	} else {
+		err = x.step(s)
+	}
 	if err == nil {
 		return nil
 	}
@@ -122,6 +131,14 @@ func (x *executor) do(s *Step) error {
 	case errors.As(err, &se):
 	case x.retrying && !errors.As(err, &je):
 		se = skipError{reason: reasonFailed + err.Error()}
+		if x.failed == nil {
+			x.failed = map[uint64]bool{}
+		}
+		for _, id := range []uint64{s.Ino, s.Ino2} {
+			if id != 0 {
+				x.failed[id] = true
+			}
+		}
 	default:
 		return err
 	}

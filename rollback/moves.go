@@ -129,7 +129,7 @@ func (x *executor) recoverInto(s *Step, sl *slot) error {
 	case !aok:
 		return skipError{reason: reasonNoAside}
 	case sl.dir < 0:
-		return &os.PathError{Op: "recover", Path: s.Path, Err: syscall.ENOENT}
+		return skipError{reasonMismatch, fmt.Sprintf("the directory of %s is missing, or not a directory", s.Path)}
 	}
 	if err := x.isKept(s, ast); err != nil {
 		// Something replaced the kept inode behind cowfs's back: it is

@@ -58,7 +58,7 @@ func (o *object) typ() uint32 { return o.st.Mode & syscall.S_IFMT }
 // openAt opens what is at p; ok is false if nothing is.
 func (x *executor) openAt(p string) (*object, bool, error) {
 	fd, err := x.env.Tree.OpenFd(p, unix.O_PATH, 0)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if unreachable(err) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -127,7 +127,7 @@ func (x *executor) openSlot(p string) (*slot, error) {
 	}
 	sl := &slot{dir: -1, name: path.Base(p), path: p, dirPath: d}
 	dir, name, err := x.env.Tree.Parent(p)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if unreachable(err) {
 		return sl, nil
 	}
 	if err != nil {
@@ -180,6 +180,15 @@ func (x *executor) openSlots(a, b string) (*slot, *slot, error) {
 		return nil, nil, err
 	}
 	return sa, sb, nil
+}
+
+// unreachable reports whether err says that a path leads to nothing
+// beneath the root: a directory on the way missing, not a directory, or
+// a symlink (which resolution beneath the root never follows). To a
+// step that is a path not as the journal says, never a failure.
+func unreachable(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) ||
+		errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EXDEV)
 }
 
 // errRaced is the skip of a step whose object was replaced between its

@@ -126,6 +126,8 @@ const (
 	// reasonFailed: the step failed again when a stopped rollback was
 	// retried; its records stay, for a later rollback to try.
 	reasonFailed = "failed, skipped on retry: "
+	// reasonFailedBefore: a newer step of the same file was skipped so.
+	reasonFailedBefore = "not done: a newer change to the same file could not be undone"
 )
 
 // planner builds a Plan.
@@ -136,6 +138,9 @@ type planner struct {
 	idents map[string]uint64 // identity today of a backing path, cached
 	types  map[string]uint32
 	stat   *backing.Stater // reads those, planning and reporting
+	// seen holds what the rescan just before planning saw at the paths
+	// it tracks (env.Rescan); nil without one.
+	seen *journal.FingerprintView
 }
 
 // done lets go of what planning held open.
@@ -144,12 +149,19 @@ func (p *planner) done() {
 		p.stat.Close()
 		p.stat = nil
 	}
+	if p.seen != nil {
+		p.seen.Close()
+		p.seen = nil
+	}
 	p.idents, p.types = nil, nil // a map entry per path planned: not needed to run the plan
 }
 
 // build plans undoing recs (newest first).
 func (p *planner) build(recs []rec) (*Plan, error) {
 	p.idents, p.types = map[string]uint64{}, map[string]uint32{}
+	if p.env.Rescan != nil && p.seen == nil {
+		p.seen = p.env.Journal.ViewFingerprints()
+	}
 	conflictIno, conflictPath := p.conflicts(recs)
 	changes := 0
 	for i := range recs {
@@ -394,7 +406,16 @@ func (p *planner) step(now *past, r *rec) (*Step, error) {
 }
 
 // identity returns the identity of the object an entry of the past
-// names, statting its place today if the journal does not know it.
+// names where the records do not say it (what a turn created): as the
+// rescan before planning saw it at its place, or else as its place holds
+// it now.
+//
+// The rescan's view comes first because it is the one whose changes are
+// accounted for: between that scan and the planner's own stat, a writer
+// behind the mount could exchange another file (root's, say) into the
+// place of one the turn created, and a plan made from the second look
+// would expect that file there and remove it. Planned from the scan, the
+// step expects what the turn left, finds something else and skips.
 func (p *planner) identity(e entry) (uint64, bool) {
 	if e.absent || e.vanished() {
 		return 0, false
@@ -404,6 +425,12 @@ func (p *planner) identity(e entry) (uint64, bool) {
 	}
 	if id, ok := p.idents[e.loc]; ok {
 		return id, id != 0
+	}
+	if p.seen != nil {
+		if f, ok, err := p.seen.Get(e.loc); err == nil && ok {
+			p.idents[e.loc], p.types[e.loc] = f.Ino, f.Type
+			return f.Ino, f.Type != 0
+		}
 	}
 	if p.stat == nil {
 		p.stat = p.env.Tree.NewStater()

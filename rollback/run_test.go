@@ -286,12 +286,12 @@ func TestPartialRollbackNoSpace(t *testing.T) {
 	w.same("after the unrevert", after)
 }
 
-// TestPartialRollbackMidway: a directory the rollback must go through is
-// replaced by a symlink behind cowfs's back while it runs (the hook
-// acts after step 2). The steps done stay done; the step that meets the
-// symlink fails, since cowfs never follows one; the report says which
-// paths are not done. Once the directory is back the retry finishes;
-// an unrevert instead undoes what the partial run did.
+// TestPartialRollbackMidway: a rollback whose step fails for a reason
+// other than a conflict (here the file turns immutable behind cowfs's
+// back while it runs: the hook acts after step 2) stops there. The
+// steps done stay done; the report says which paths are not done. Once
+// the cause is gone the retry finishes; an unrevert instead undoes what
+// the partial run did.
 func TestPartialRollbackMidway(t *testing.T) {
 	for _, finish := range []string{"retry", "unrevert"} {
 		t.Run(finish, func(t *testing.T) {
@@ -304,10 +304,10 @@ func TestPartialRollbackMidway(t *testing.T) {
 				w.write("y/g", 0, "Y")
 			})
 			after := w.snapshot()
+			var clear func()
 			w.env.AfterStep = func(step int) {
 				if step == 2 { // y/g's steps are done
-					must(t, os.Rename(w.abs("x"), w.abs("x.real")))
-					must(t, os.Symlink("x.real", w.abs("x")))
+					clear = immutable(t, w.abs("x/f"))
 				}
 			}
 			out := w.rollback(t1, false)
@@ -318,16 +318,12 @@ func TestPartialRollbackMidway(t *testing.T) {
 			if got := w.read("y/g"); got != "yyyy" {
 				t.Errorf("y/g = %q: the steps before the failure stay done", got)
 			}
-			if got := w.read("x.real/f"); got != "Xxxx" {
-				t.Errorf("x.real/f = %q: nothing is done through a symlink", got)
+			if got := w.read("x/f"); got != "Xxxx" {
+				t.Errorf("x/f = %q after its step failed", got)
 			}
 			wantReport(t, "partial", out.Report, "x/f skip (failed: "+out.Failure+")", "y/g restore")
-			if _, err := Rollback(w.env, t1, false, false); err != nil {
-				t.Fatal(err) // fails again at the same step: still partial
-			}
 
-			must(t, os.Remove(w.abs("x")))
-			must(t, os.Rename(w.abs("x.real"), w.abs("x")))
+			clear()
 			switch finish {
 			case "retry":
 				out = w.rollback(t1, false)
@@ -342,6 +338,89 @@ func TestPartialRollbackMidway(t *testing.T) {
 				if err := w.j.CheckNoPartial(); err != nil {
 					t.Errorf("after the unrevert: %v", err)
 				}
+			}
+		})
+	}
+}
+
+// TestRetrySkipsPathThatFailsAgain: retried, a stopped rollback tries
+// the failed step once more and, when it fails again, skips it, reports
+// why and finishes the rest; a later step of the same file does not run
+// (the file stays as the undo of its newer changes left it, a state it
+// had).
+func TestRetrySkipsPathThatFailsAgain(t *testing.T) {
+	w := newWS(t)
+	w.put("x/f", "xxxx")
+	w.put("y/g", "yyyy")
+	t1 := w.turn(func() {
+		w.write("y/g", 0, "Y")
+		w.write("x/f", 0, "X")
+		w.truncate("x/f", 2)
+	})
+	clear := immutable(t, w.abs("x/f"))
+	defer clear()
+	out := w.rollback(t1, false)
+	if out.Complete {
+		t.Fatalf("outcome with an immutable file: %+v", out)
+	}
+	out = w.rollback(t1, false)
+	if !out.Complete || out.Marker == nil {
+		t.Fatalf("retried: %+v", out)
+	}
+	wantReport(t, "retried", out.Report, "x/f skip ("+reasonFailed+"reopen x/f: operation not permitted)", "y/g restore")
+	clear()
+	if got := w.read("x/f"); got != "Xx" {
+		t.Errorf("x/f = %q, want it as the turn left it", got)
+	}
+}
+
+// TestSymlinkedDirectoryMidwaySkipped: a directory replaced by a
+// symlink behind cowfs's back while a rollback runs is not followed:
+// the step that meets it finds its path not as the journal says, skips
+// and reports it; nothing is done through the symlink, and the rest
+// finishes.
+func TestSymlinkedDirectoryMidwaySkipped(t *testing.T) {
+	for _, op := range []string{"rollback", "unrevert"} {
+		t.Run(op, func(t *testing.T) {
+			w := newWS(t)
+			w.put("x/f", "xxxx")
+			w.put("y/g", "yyyy")
+			t1 := w.turn(func() {
+				w.write("x/f", 0, "X")
+				w.write("y/g", 0, "Y")
+			})
+			dir := "x"
+			if op == "unrevert" {
+				w.rollback(t1, false)
+				dir = "y"
+			}
+			w.env.AfterStep = func(step int) {
+				if step == 1 {
+					must(t, os.Rename(w.abs(dir), w.abs(dir+".real")))
+					must(t, os.Symlink(dir+".real", w.abs(dir)))
+				}
+			}
+			var out *Outcome
+			if op == "rollback" {
+				out = w.rollback(t1, false)
+			} else {
+				out = w.unrevert(false)
+			}
+			w.env.AfterStep = nil
+			if !out.Complete {
+				t.Fatalf("outcome: %+v", out)
+			}
+			want := map[string]string{"x.real/f": "Xxxx", "y/g": "yyyy"}
+			if op == "unrevert" {
+				want = map[string]string{"x/f": "Xxxx", "y.real/g": "yyyy"}
+			}
+			for p, c := range want {
+				if got := w.read(p); got != c {
+					t.Errorf("%s = %q, want %q: nothing is done through a symlink", p, got, c)
+				}
+			}
+			if n := out.Counts.Skipped; n != 1 {
+				t.Errorf("%d skipped, want the path behind the symlink: %+v", n, out.Report)
 			}
 		})
 	}
@@ -368,19 +447,18 @@ func TestUnrevertStoppedThenRetried(t *testing.T) {
 	})
 	after := w.snapshot()
 	w.rollback(t1, false)
+	var clear func()
 	w.env.AfterStep = func(step int) {
 		if step == 1 {
-			must(t, os.Rename(w.abs("y"), w.abs("y.real")))
-			must(t, os.Symlink("y.real", w.abs("y")))
+			clear = immutable(t, w.abs("y/g"))
 		}
 	}
 	_, err := Unrevert(w.env, false)
 	w.env.AfterStep = nil
 	if err == nil {
-		t.Fatal("an unrevert through a symlink succeeded")
+		t.Fatal("an unrevert over an immutable file succeeded")
 	}
-	must(t, os.Remove(w.abs("y")))
-	must(t, os.Rename(w.abs("y.real"), w.abs("y")))
+	clear()
 	out, err := Unrevert(w.env, false)
 	if err != nil {
 		t.Fatalf("the unrevert asked again: %v", err)
