@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/cowfs/cowfs/sparse"
 )
 
 // Append journals rec as a change made under g. For a KindData record,
 // src supplies the pre-image: the bytes [rec.Off, rec.Off+rec.Len) are
-// read from it and stored; if src turns out shorter, rec.Len shrinks to
+// read from it and stored, but for its holes, which are listed in
+// rec.Holes (holes.go); if src turns out shorter, rec.Len shrinks to
 // what it held. Append assigns rec.Seq, rec.Turn and, if zero,
 // rec.Time.
 //
@@ -25,24 +28,32 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	if err := j.room(g, need(rec)); err != nil {
+	content := rec.Kind == KindData && src != nil
+	var ext []sparse.Extent
+	var end int64
+	if content {
+		var err error
+		if ext, end, err = j.findData(g, rec, src); err != nil {
+			return err
+		}
+	} else if err := j.room(g, need(rec, 0)); err != nil {
 		return err
 	}
 	j.content.RLock()
 	defer j.content.RUnlock()
 
 	var index []walOp
-	if rec.Kind == KindData && src != nil {
-		chunks, stored, ix, err := j.storeContent(src, rec.Off, rec.Len)
+	if content {
+		chunks, stored, ix, stop, err := j.storeContent(src, ext)
 		if err != nil {
 			return err
 		}
-		rec.Chunks, rec.Stored, index = chunks, stored, ix
-		var n int64
-		for _, c := range chunks {
-			n += int64(c.Size)
+		if stop >= 0 {
+			end, ext = stop, clip(ext, stop)
 		}
-		rec.Len = n
+		rec.Chunks, rec.Stored, index = chunks, stored, ix
+		rec.Len = end - rec.Off
+		rec.Holes = holesOf(ext, rec.Off, end)
 	}
 	rec.Turn = g.Turn
 	if rec.Step == "" {

@@ -6,15 +6,17 @@ import (
 	"time"
 )
 
-// recordVersion is the first byte of every encoded record. Decoding
-// refuses other versions rather than guess.
-const recordVersion = 1
+// recordVersion is the first byte of every record encoded now.
+// Version 1, which had no holes, is still decoded; decoding refuses
+// other versions rather than guess.
+const recordVersion = 2
 
 // Limits that make a corrupt or hostile value fail to decode instead of
 // allocating without bound.
 const (
 	maxStringLen = 64 << 10
 	maxChunks    = 1 << 20
+	maxHoles     = 1 << 20
 	maxXattrLen  = 64 << 10
 )
 
@@ -61,6 +63,15 @@ func encodeRecord(buf []byte, r *Record) []byte {
 		buf = append(buf, c.Hash[:]...)
 		buf = binary.AppendUvarint(buf, uint64(c.Size))
 	}
+	// Holes as the gap since the previous hole's end (or Off) and a
+	// length: sorted and disjoint by construction.
+	buf = binary.AppendUvarint(buf, uint64(len(r.Holes)))
+	pos := r.Off
+	for _, h := range r.Holes {
+		buf = binary.AppendUvarint(buf, uint64(h.Off-pos))
+		buf = binary.AppendUvarint(buf, uint64(h.Len))
+		pos = h.Off + h.Len
+	}
 
 	buf = appendString(buf, r.XattrName)
 	buf = appendString(buf, string(r.XattrValue))
@@ -83,8 +94,9 @@ func appendString(buf []byte, s string) []byte {
 // never allocates more than the limits above, whatever b holds.
 func decodeRecord(seq uint64, b []byte) (*Record, error) {
 	d := decoder{b: b}
-	if v := d.byte(); v != recordVersion {
-		return nil, fmt.Errorf("%w: record %d has version %d, want %d", ErrCorrupt, seq, v, recordVersion)
+	version := d.byte()
+	if version != 1 && version != recordVersion {
+		return nil, fmt.Errorf("%w: record %d has version %d, want %d", ErrCorrupt, seq, version, recordVersion)
 	}
 	r := &Record{Seq: seq}
 	r.Turn = d.uvarint()
@@ -127,6 +139,9 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 			r.Chunks[i].Size = d.uint32()
 		}
 	}
+	if version >= 2 {
+		r.Holes = d.holes(r.Off, r.Len)
+	}
 
 	r.XattrName = d.string(maxStringLen)
 	if v := d.string(maxXattrLen); v != "" {
@@ -141,6 +156,31 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 		return nil, fmt.Errorf("%w: record %d does not decode", ErrCorrupt, seq)
 	}
 	return r, nil
+}
+
+// holes reads the holes of a record covering [off, off+n): each must
+// be non-empty and end within the range.
+func (d *decoder) holes(off, n int64) []Hole {
+	k := d.uvarint()
+	if k == 0 {
+		return nil
+	}
+	if k > maxHoles || k*2 > uint64(len(d.b)) || off < 0 || n < 0 {
+		d.fail()
+		return nil
+	}
+	holes := make([]Hole, k)
+	pos, end := uint64(off), uint64(off)+uint64(n)
+	for i := range holes {
+		gap, l := d.uvarint(), d.uvarint()
+		if gap > end-pos || l == 0 || l > end-pos-gap {
+			d.fail()
+			return nil
+		}
+		holes[i] = Hole{Off: int64(pos + gap), Len: int64(l)}
+		pos += gap + l
+	}
+	return holes
 }
 
 // decoder reads from b and remembers the first failure; every read

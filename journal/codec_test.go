@@ -21,8 +21,9 @@ func sampleRecord() *Record {
 		Path: "src/main.go", Path2: "src/main.go.bak", Aside: "41", Flags: 1,
 		Caller: Caller{Pid: 4242, Uid: 1000, Gid: 1000, Comm: "sed"},
 		Attr:   Attr{Mode: 0o100644, Uid: 1000, Gid: 1000, Size: 1 << 33, Nlink: 2, Atime: -5, Mtime: 1700000000123456789},
-		Off:    4096, Len: 8192,
+		Off:    4096, Len: 8192 + 1<<30,
 		Chunks:       []Chunk{{Hash: sha([]byte("a")), Size: 4096}, {Hash: sha([]byte("b")), Size: 4096}},
+		Holes:        []Hole{{Off: 4096 + 4096, Len: 1 << 30}},
 		XattrName:    "user.k",
 		XattrValue:   []byte{0, 1, 2},
 		XattrExisted: true,
@@ -47,10 +48,11 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 // The encoding is the on-disk format: a change to it must be deliberate
-// (bump FormatVersion, update docs/journal-format.md, go test -update).
+// (bump FormatVersion, update docs/journal-format.md, add a golden file
+// for the new record version, go test -update).
 func TestRecordGolden(t *testing.T) {
 	b := encodeRecord(nil, sampleRecord())
-	const golden = "testdata/record-v1.bin"
+	const golden = "testdata/record-v2.bin"
 	if *update {
 		os.WriteFile(golden, b, 0o644)
 	}
@@ -60,6 +62,42 @@ func TestRecordGolden(t *testing.T) {
 	}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("record encoding changed:\n got %x\nwant %x", b, want)
+	}
+}
+
+// Records of version 1, which had no holes, still decode: a journal
+// written before holes were kept is read as it is.
+func TestRecordV1Decodes(t *testing.T) {
+	b, err := os.ReadFile("testdata/record-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRecord(42, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleRecord()
+	want.Len, want.Holes = 8192, nil
+	got.Time = want.Time
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 1:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// Holes that leave their record's range, overlap or are empty do not
+// decode.
+func TestRecordBadHoles(t *testing.T) {
+	for _, holes := range [][]Hole{
+		{{Off: 0, Len: 10}},                                // before Off
+		{{Off: 4096, Len: 8193 + 1<<30}},                   // past the end
+		{{Off: 8192, Len: 100}, {Off: 8192 + 50, Len: 10}}, // overlapping
+		{{Off: 8192, Len: 0}},                              // empty
+	} {
+		r := sampleRecord()
+		r.Holes = holes
+		if _, err := decodeRecord(1, encodeRecord(nil, r)); err == nil {
+			t.Errorf("holes %v decoded", holes)
+		}
 	}
 }
 

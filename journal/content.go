@@ -4,21 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/cowfs/cowfs/sparse"
 )
 
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return &b }}
 
-// storeContent reads n bytes at off from src, cuts them into chunks
-// (chunker.go) and stores those the journal does not hold yet in the
-// pack being written (pack.go). It returns the chunks, how many bytes
-// were new to the journal, and the index entries of the new chunks,
-// which the caller logs with its record. The caller holds j.content
-// shared, so no chunk found present can be deleted before the caller's
-// record references it. If src ends before off+n, the chunks cover
-// what it had.
+// storeContent reads the extents ext of src, in order, cuts their
+// bytes into chunks (chunker.go) — as one stream: where the holes
+// between them fall does not decide the cuts — and stores those the
+// journal does not hold yet in the pack being written (pack.go). It
+// returns the chunks, how many bytes were new to the journal, the
+// index entries of the new chunks, which the caller logs with its
+// record, and where src ended before the extents did (a file shorter
+// than it was), or -1 if it did not. The caller holds
+// j.content shared, so no chunk found present can be deleted before
+// the caller's record references it.
 //
 // Order, and why a crash anywhere is safe: a chunk's bytes are written
 // to its pack (and, with Options.Sync, fsynced) before its index entry
@@ -26,28 +31,33 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return
 // entries are logged in the same entry of the record log as the record
 // that references them. A crash before leaves bytes no entry names:
 // unused space, which reclaim gives back.
-func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, []walOp, error) {
+func (j *Journal) storeContent(src io.ReaderAt, ext []sparse.Extent) ([]Chunk, int64, []walOp, int64, error) {
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
 	buf := *bp
 	var chunks []Chunk
 	var stored int64
+	stop := int64(-1)
+	ext = slices.Clone(ext)
 	ix := j.newIndexWriter()
 	have, eof := 0, false
 	for {
 		// Fill the buffer: a cut may only depend on what is read if
 		// the content ends there.
-		for !eof && n > 0 && have < len(buf) {
-			want := min(int64(len(buf)-have), n)
-			m, err := src.ReadAt(buf[have:have+int(want)], off)
+		for !eof && len(ext) > 0 && have < len(buf) {
+			e := &ext[0]
+			want := min(int64(len(buf)-have), e.Len)
+			m, err := src.ReadAt(buf[have:have+int(want)], e.Off)
 			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, 0, nil, fmt.Errorf("journal: read pre-image at %d: %w", off, err)
+				return nil, 0, nil, 0, fmt.Errorf("journal: read pre-image at %d: %w", e.Off, err)
 			}
 			have += m
-			off += int64(m)
-			n -= int64(m)
+			e.Off += int64(m)
+			e.Len -= int64(m)
 			if int64(m) < want {
-				eof = true // src is shorter than asked: keep what it had
+				eof, stop = true, e.Off // src is shorter than asked: keep what it had
+			} else if e.Len == 0 {
+				ext = ext[1:]
 			}
 		}
 		if have == 0 {
@@ -58,17 +68,17 @@ func (j *Journal) storeContent(src io.ReaderAt, off, n int64) ([]Chunk, int64, [
 		chunks = append(chunks, c)
 		added, err := j.storeChunk(ix, c.Hash, b)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, 0, err
 		}
 		stored += added
 		have = copy(buf, buf[len(b):have])
 	}
 	if j.opts.Sync {
 		if err := j.packs.flush(); err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, 0, err
 		}
 	}
-	return chunks, stored, ix.ops, nil
+	return chunks, stored, ix.ops, stop, nil
 }
 
 // storeChunk stores the chunk b of hash h unless the journal holds it,
@@ -125,18 +135,36 @@ func (j *Journal) ReadChunk(c Chunk) ([]byte, error) {
 }
 
 // ReadContent calls fn with the pre-image bytes of a KindData record,
-// chunk by chunk, with each chunk's file offset.
+// in order, each run with its file offset. The record's holes are not
+// passed (they read as zeros): a caller that writes the bytes back
+// makes them holes itself. A chunk that spans a hole comes in two
+// calls.
 func (j *Journal) ReadContent(r *Record, fn func(off int64, b []byte) error) error {
-	off := r.Off
+	off, end, holes := r.Off, r.Off+r.Len, r.Holes
 	for _, c := range r.Chunks {
 		b, err := j.ReadChunk(c)
 		if err != nil {
 			return err
 		}
-		if err := fn(off, b); err != nil {
-			return err
+		for len(b) > 0 {
+			if len(holes) > 0 && holes[0].Off <= off {
+				off = max(off, holes[0].Off+holes[0].Len)
+				holes = holes[1:]
+				continue
+			}
+			n := int64(len(b))
+			if len(holes) > 0 {
+				n = min(n, holes[0].Off-off)
+			}
+			if off+n > end {
+				return fmt.Errorf("%w: record %d holds more bytes than its range", ErrCorrupt, r.Seq)
+			}
+			if err := fn(off, b[:n]); err != nil {
+				return err
+			}
+			off += n
+			b = b[n:]
 		}
-		off += int64(len(b))
 	}
 	return nil
 }

@@ -37,6 +37,10 @@
 // unused is repacked (reclaim.go), so the journal's size follows what
 // the window needs.
 //
+// Holes are not content: a data record lists the holes of its range
+// and keeps the bytes of the data around them only (holes.go), so the
+// pre-image of a sparse file costs its data, not its size.
+//
 // # Durability
 //
 // Append returns only after its chunks were written to their pack
@@ -68,5 +72,6 @@
 // ErrNoSpace, so the change it records fails with ENOSPC.
 //
 // This package knows nothing of FUSE or of the workspace's files; it
-// imports Badger, zstd and the standard library only.
+// imports Badger, zstd, x/sys/unix, package sparse and the standard
+// library only.
 package journal

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 4
+const FormatVersion = 5
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -233,10 +233,12 @@ func (j *Journal) initMeta() error {
 		if m.Format == 1 {
 			return fmt.Errorf("%w: journal has format 1, which kept content inside Badger and never gave its space back; this cowfs reads format %d. Unmount with the cowfs that made it, then delete the journal directory %s (the undo history goes with it)", ErrFormat, FormatVersion, j.dir)
 		}
-		if m.Format == 2 || m.Format == 3 {
+		if m.Format >= 2 && m.Format < FormatVersion {
 			// Formats 3 and 4 only add keys and files (rollback plans
-			// in parts, blob.go; the record log, wal.go) and read what
-			// the ones before wrote as it is.
+			// in parts, blob.go; the record log, wal.go), and format 5
+			// a record version (holes, codec.go); each reads what the
+			// ones before wrote as it is. Marked as this version, the
+			// journal is refused by a cowfs that could not read it.
 			m.Format = FormatVersion
 			b, _ := json.Marshal(m)
 			return txn.Set(metaKey, b)

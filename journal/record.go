@@ -27,8 +27,9 @@ const (
 	KindAttr Kind = 3
 
 	// KindData: the bytes [Off, Off+Len) of the inode at Path, as they
-	// were just before an operation overwrote or cut them off. Undo:
-	// write them back.
+	// were just before an operation overwrote or cut them off: Chunks
+	// hold the bytes outside Holes, in order; Holes were holes (they
+	// read as zeros). Undo: write the bytes back and punch the holes.
 	KindData Kind = 4
 
 	// KindXattr: extended attribute XattrName of the inode at Path
@@ -141,6 +142,11 @@ type Chunk struct {
 	Size uint32   // uncompressed length
 }
 
+// Hole is the byte range [Off, Off+Len) of a file that was a hole: it
+// read as zeros and took no space, and a data record keeps no bytes
+// for it.
+type Hole struct{ Off, Len int64 }
+
 // Record is one journaled change. Paths are relative to the backing
 // directory's root, slash-separated, never starting with "/" or "..".
 // An inode kept aside is written to through a path in the aside area
@@ -172,7 +178,8 @@ type Record struct {
 
 	Off    int64 // KindData
 	Len    int64
-	Chunks []Chunk
+	Chunks []Chunk // the bytes of [Off, Off+Len) outside Holes, in order
+	Holes  []Hole  // sorted, disjoint, non-empty, within [Off, Off+Len)
 
 	XattrName    string // KindXattr
 	XattrValue   []byte
@@ -197,7 +204,8 @@ func InodeID(dev, ino, rootDev uint64) uint64 {
 	return swap(dev) ^ swap(rootDev) ^ ino
 }
 
-// Bytes is the size of the pre-image the record holds or keeps aside.
+// Bytes is the size of the pre-image the record holds or keeps aside;
+// for a data record, the range it covers, holes included.
 func (r *Record) Bytes() int64 {
 	switch r.Kind {
 	case KindData:

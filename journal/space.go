@@ -88,12 +88,13 @@ func (j *Journal) reserve() int64 {
 // paths, xattr value and content: its key, encoding and index entries.
 const recordOverhead = 4096
 
-// need is what storing rec may add to the journal, at most: its
-// content uncompressed, entry headers, and the record.
-func need(rec *Record) int64 {
+// need is what storing rec with data bytes of content may add to the
+// journal, at most: that content uncompressed, entry headers, and the
+// record. Holes cost nothing but their place in the record.
+func need(rec *Record, data int64) int64 {
 	n := int64(recordOverhead) + int64(len(rec.Path)+len(rec.Path2)+len(rec.XattrValue))
 	if rec.Kind == KindData {
-		n += rec.Len + (rec.Len/MinChunk+1)*(entryHeader+64)
+		n += data + (data/MinChunk+1)*(entryHeader+64)
 	}
 	return n
 }
