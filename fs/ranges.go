@@ -19,10 +19,16 @@ type span struct{ lo, hi int64 }
 // Most files an epoch touches are small: their spans all lie in one
 // block, kept inline (block first, spans one) with no map — a map of one
 // entry costs ~350 bytes, 17 MiB for a turn that rewrote 50,000 files.
+//
+// A range longer than a block — a truncation's cut-off tail, which in a
+// sparse file may be terabytes of holes — is kept whole, in wide: one
+// span, where blocks would have cost a map entry per MiB. Writes reach
+// the daemon at most a block at a time, so wide stays short.
 type ranges struct {
 	first  int64           // the block one holds, if inline
 	one    spans           // the spans of block first, while the set lies in one block
 	blocks map[int64]spans // block number -> the set's spans in it, once it spans several
+	wide   spans           // ranges longer than a block
 }
 
 // block returns the spans of block b, and whether the set has any there.
@@ -54,6 +60,18 @@ type spans []span
 // as long as it can be: a gap is not cut at block boundaries, since each
 // gap becomes one record.
 func (r *ranges) missing(lo, hi int64) []span {
+	if len(r.wide) == 0 {
+		return r.blockMissing(lo, hi)
+	}
+	var out []span
+	for _, g := range r.wide.missing(lo, hi) {
+		out = append(out, r.blockMissing(g.lo, g.hi)...)
+	}
+	return out
+}
+
+// blockMissing is missing, as far as the blocks' spans say.
+func (r *ranges) blockMissing(lo, hi int64) []span {
 	var out []span
 	gap := func(g span) {
 		if n := len(out); n > 0 && out[n-1].hi == g.lo {
@@ -110,6 +128,10 @@ func (r *ranges) next(b, hi int64) (int64, bool) {
 
 // add puts [lo, hi) in the set.
 func (r *ranges) add(lo, hi int64) {
+	if hi-lo > rangeBlock {
+		r.wide.add(lo, hi)
+		return
+	}
 	for lo < hi {
 		b := lo / rangeBlock
 		end := min(hi, (b+1)*rangeBlock)
@@ -174,8 +196,17 @@ func (r *spans) add(lo, hi int64) {
 // remove takes [lo, hi) out of the set: a pre-image journaled and then
 // withdrawn (withdraw.go).
 func (r *ranges) remove(lo, hi int64) {
+	r.wide.remove(lo, hi)
 	for lo < hi {
 		b := lo / rangeBlock
+		if _, ok := r.block(b); !ok {
+			next, found := r.next(b, hi) // past the blocks the set has nothing in
+			if !found {
+				return
+			}
+			lo = next * rangeBlock
+			continue
+		}
 		end := min(hi, (b+1)*rangeBlock)
 		switch {
 		case r.blocks == nil:

@@ -139,3 +139,29 @@ func TestRangesRemove(t *testing.T) {
 		}
 	}
 }
+
+// TestRangesHugeSpan: the cut-off tail of a 4 TiB sparse file is one
+// span, not a map entry per block; what is missing around it is still
+// exact, and withdrawing it (a truncation that failed) is as cheap.
+func TestRangesHugeSpan(t *testing.T) {
+	var r ranges
+	r.add(100, 200)
+	r.add(350, 4<<40)
+	if r.held() > 1 {
+		t.Fatalf("a 4 TiB span takes %d blocks of the set", r.held())
+	}
+	got := r.missing(0, toEnd)
+	want := []span{{0, 100}, {200, 350}, {4 << 40, toEnd}}
+	if len(got) != len(want) {
+		t.Fatalf("missing: %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("missing: %v, want %v", got, want)
+		}
+	}
+	r.remove(350, 4<<40)
+	if got := r.missing(0, toEnd); len(got) != 2 || got[1] != (span{200, toEnd}) {
+		t.Fatalf("missing after the withdrawal: %v", got)
+	}
+}

@@ -70,8 +70,11 @@ func (n *Node) statVia(fd int) (*unix.Stat_t, error) {
 	return st, nil
 }
 
-// fdReader reads a raw descriptor at offsets.
+// fdReader reads a raw descriptor at offsets. Its Fd lets the journal
+// find the file's holes, which it then neither reads nor stores.
 type fdReader int
+
+func (f fdReader) Fd() uintptr { return uintptr(f) }
 
 func (f fdReader) ReadAt(b []byte, off int64) (int, error) {
 	n, err := unix.Pread(int(f), b, off)
