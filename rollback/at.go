@@ -3,12 +3,12 @@ package rollback
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
+	"github.com/cowfs/cowfs/sparse"
 )
 
 // Version is what a path held at an earlier time, and where to read it
@@ -94,18 +94,22 @@ func (v Version) Size(today int64) int64 {
 }
 
 // MaterializeFrom is Materialize from src, v's object opened by Open.
+// It copies only what v's size keeps of src — a file that has grown
+// since costs what it held, not what it holds — and keeps holes holes:
+// a sparse file costs dst its data, not its size.
 func (v Version) MaterializeFrom(src *os.File, j *journal.Journal, dst *os.File) error {
-	if _, err := io.Copy(dst, src); err != nil {
+	fi, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", v.Loc, err)
+	}
+	if err := sparse.Copy(dst, src, v.Size(fi.Size())); err != nil {
 		return fmt.Errorf("copy %s: %w", v.Loc, err)
 	}
 	for _, r := range v.Undo {
 		var err error
 		switch r.Kind {
 		case journal.KindData:
-			err = j.ReadContent(r, func(off int64, b []byte) error {
-				_, err := dst.WriteAt(b, off)
-				return err
-			})
+			err = writeBack(j, r, dst, nil)
 		case journal.KindAttr:
 			err = dst.Truncate(r.Attr.Size)
 		}

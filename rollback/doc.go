@@ -10,8 +10,9 @@
 // that was at this path then?), so a renamed directory is followed as
 // one entry however many files it holds. Content comes back by inode
 // identity: the Data and Attr records of an inode, newest first, put
-// its bytes and size back; identities are unique within the window
-// because removed inodes are kept aside, not freed.
+// its bytes (its holes as holes, content.go) and size back; identities
+// are unique within the window because removed inodes are kept aside,
+// not freed.
 //
 // # Containment
 //
@@ -19,5 +20,5 @@
 // RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (backing.Tree): a symlink planted in the
 // workspace cannot make cowfs read or write outside it.
 //
-// Imports: journal, aside, backing, x/sys/unix.
+// Imports: journal, aside, backing, sparse, x/sys/unix.
 package rollback

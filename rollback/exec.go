@@ -281,11 +281,7 @@ func (x *executor) data(s *Step) error {
 	if err := x.log.data(s.Path, s.Ino, f, o.st.Size, r.Off, r.Off+r.Len); err != nil {
 		return err
 	}
-	err = x.env.Journal.ReadContent(r, func(off int64, b []byte) error {
-		_, err := f.WriteAt(b, off)
-		return err
-	})
-	if err != nil {
+	if err := writeBack(x.env.Journal, r, f, x.env.Log); err != nil {
 		return err
 	}
 	x.rewritten(s.Path, s.Ino, o.st)
