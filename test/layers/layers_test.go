@@ -20,12 +20,13 @@ const module = "github.com/cowfs/cowfs/"
 // daemon, tests, tools).
 var allowed = map[string][]string{
 	"backing":  {},
-	"journal":  {},
+	"sparse":   {},
+	"journal":  {"sparse"},
 	"ctl":      {},
 	"aside":    {"backing"},
-	"fs":       {"journal", "aside", "backing"},
-	"rollback": {"journal", "aside", "backing"},
-	"rescan":   {"journal", "aside", "backing"},
+	"fs":       {"journal", "aside", "backing", "sparse"},
+	"rollback": {"journal", "aside", "backing", "sparse"},
+	"rescan":   {"journal", "aside", "backing", "sparse"},
 }
 
 // direct lists packages checked on their direct imports only.
