@@ -21,8 +21,9 @@ const module = "github.com/cowfs/cowfs/"
 var allowed = map[string][]string{
 	"backing":  {},
 	"sparse":   {},
+	"privdir":  {},
 	"journal":  {"sparse"},
-	"ctl":      {},
+	"ctl":      {"privdir"},
 	"aside":    {"backing"},
 	"fs":       {"journal", "aside", "backing", "sparse"},
 	"rollback": {"journal", "aside", "backing", "sparse"},
