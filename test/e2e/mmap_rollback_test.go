@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // A process that keeps a shared writable mapping of a workspace file
@@ -75,9 +76,7 @@ for line in sys.stdin:
 // pid when the test ends.
 func startMapper(t *testing.T, path string, size int) *mapper {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is needed to keep a shared mapping in another process")
-	}
+	testenv.NeedTool(t, "python3") // keeps a shared mapping in another process
 	cmd := exec.Command("python3", "-c", mapperScript, path, fmt.Sprint(size))
 	cmd.Dir = "/"
 	cmd.Stderr = os.Stderr
