@@ -35,7 +35,12 @@ error, no space to journal) stops the rollback: it is partial (exit 9), leaves
 no marker, and waits. Run the same rollback again: it goes on from that step,
 and a path that fails again is skipped and reported ("failed, skipped on
 retry"), its change left in effect, so one such path never blocks the rest.
-Only a journal that cannot record stops a retry again.`,
+Only a journal that cannot record stops a retry again.
+
+Pages written through shared mappings are written back before the rollback
+plans, so those writes count as changes outside turns. A write through a
+mapping made during the rollback is refused if it would bring back bytes from
+before the restore; the path's note says so.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTurnRefs(args[0]); err != nil {
