@@ -326,22 +326,28 @@ func parentOf(p string) string {
 	return d
 }
 
-// Accept takes what is at paths now — at them, beneath them (a tree
-// brought back whole), and in their directories — as explained: an
-// unrevert changes the workspace without journaling (its rollback's
-// records are what it undoes, and they are deleted), so the next scan
-// must not take its changes for changes outside the mount. The caller
-// holds the journal's gate exclusively.
-func (s *Scanner) Accept(paths []string) error {
+// Accept takes what an unrevert left as explained: an unrevert changes
+// the workspace without journaling (its rollback's records are what it
+// undoes, and they are deleted), so the next scan must not take its
+// changes for changes outside the mount. left maps each path the
+// unrevert changed to the identity it left there (0: none). A path is
+// accepted only while it holds that identity: whatever took its place
+// since (a writer behind the mount exchanging names) stays unexplained,
+// for the next scan to find. So are, beneath a path that came back whole,
+// its entries, and the directories holding the paths, whose times the
+// entries moved, as long as they are still the same directories. The
+// caller holds the journal's gate exclusively.
+func (s *Scanner) Accept(left map[string]uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	accepted := map[string]bool{}
-	for _, p := range paths {
-		accepted[p], accepted[parentOf(p)] = true, true
-	}
-	roots := make([]string, 0, len(accepted))
-	for p := range accepted {
+	roots := make([]string, 0, 2*len(left))
+	dirs := map[string]bool{}
+	for p := range left {
 		roots = append(roots, p)
+		if d := parentOf(p); !dirs[d] {
+			dirs[d] = true
+			roots = append(roots, d)
+		}
 	}
 	tracked, err := s.j.FingerprintsUnder(roots)
 	if err != nil {
@@ -356,14 +362,34 @@ func (s *Scanner) Accept(paths []string) error {
 			continue
 		}
 		cur.Last = old.Last
-		if cur != old {
-			set[q] = cur
+		if cur == old || !acceptable(q, old, cur, left, dirs) {
+			continue
 		}
+		set[q] = cur
 	}
 	if len(set) == 0 {
 		return nil
 	}
 	return s.j.SaveFingerprints(set, nil, s.upTo)
+}
+
+// acceptable reports whether tracked path q, fingerprinted old and found
+// cur, is as the unrevert that left left made it.
+func acceptable(q string, old, cur journal.Fingerprint, left map[string]uint64, dirs map[string]bool) bool {
+	if id, ok := left[q]; ok {
+		return cur.Ino == id && (cur.Type == 0) == (id == 0)
+	}
+	for a := parentOf(q); ; a = parentOf(a) {
+		if id, ok := left[a]; ok {
+			// Beneath what came back whole, what it holds; beneath what
+			// went, nothing.
+			return id != 0 || cur.Type == 0
+		}
+		if a == "" {
+			break
+		}
+	}
+	return dirs[q] && cur.Type == old.Type && cur.Ino == old.Ino
 }
 
 // under reports whether p or a directory above it is in set.

@@ -34,10 +34,12 @@ type Env struct {
 	// rollback or unrevert plans: so its conflict checks are never
 	// stale.
 	Rescan func(g journal.Gate) error
-	// Unjournaled, if set, is told the paths an unrevert changed: it
-	// journals nothing, so a rescan must take their new state as
-	// explained. Called with the gate held exclusively.
-	Unjournaled func(paths []string) error
+	// Unjournaled, if set, is told the paths an unrevert changed, with
+	// the identity it left at each (0: none): it journals nothing, so a
+	// rescan must take their new state as explained — but only where
+	// the path holds what the unrevert left. Called with the gate held
+	// exclusively.
+	Unjournaled func(left map[string]uint64) error
 	// Shed, if set, lets go of the names the kernel caches of the
 	// workspace and nothing holds (fs.Mount.Shed). A rollback or
 	// unrevert over more than shedRecords records calls it, with the

@@ -3,7 +3,10 @@ package rollback
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/journal"
 	scanner "github.com/cowfs/cowfs/rescan"
@@ -90,6 +93,37 @@ func TestRollbackRescans(t *testing.T) {
 		t.Errorf("after the unrevert: %+v", found)
 	}
 	scannedTurn(w, s, func() {})
+}
+
+// TestUnrevertAcceptsOnlyWhatItLeft: an unrevert's changes are taken as
+// explained only where the workspace holds what the unrevert left. A
+// file exchanged behind the mount into the place of one the unrevert
+// brought back, in the instant before the unrevert accepts its work, is
+// found by the next scan as replaced outside the mount, so no later
+// rollback takes it for the turn's file.
+func TestUnrevertAcceptsOnlyWhatItLeft(t *testing.T) {
+	w := newWS(t)
+	s := withRescan(w)
+	w.put("other", "root's")
+	t1 := scannedTurn(w, s, func() { w.create("n", "new") })
+	w.rollback(t1, false)
+	var once sync.Once // after the unrevert's first step: n is back
+	w.env.AfterStep = func(int) {
+		once.Do(func() {
+			must(t, unix.Renameat2(unix.AT_FDCWD, w.abs("n"), unix.AT_FDCWD, w.abs("other"), unix.RENAME_EXCHANGE))
+		})
+	}
+	w.unrevert(false)
+	w.env.AfterStep = nil
+	found := scan(w, s)
+	if len(found) != 1 || found[0].Path != "n" {
+		t.Errorf("after an exchange behind the unrevert's back, the scan found %+v; want n changed outside the mount", found)
+	}
+	out := w.rollback(t1, false)
+	wantReport(t, "rollback after the exchange", out.Report, "n skip ("+reasonOutsideMount+")")
+	if got := w.read("n"); got != "root's" {
+		t.Errorf("n = %q: the file exchanged in was taken for the turn's", got)
+	}
 }
 
 // recordingObserver notes what a rollback tells the mount.

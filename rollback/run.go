@@ -228,24 +228,52 @@ func unfinished(plan *Plan, failed int, err error) ([]PathAction, error) {
 	return applySkips(plan.Report, reasons), nil
 }
 
-// stepPaths returns the workspace paths plan's steps name.
-func stepPaths(plan *Plan) ([]string, error) {
-	var out []string
-	add := func(s *Step) {
-		for _, p := range []string{s.Path, s.Path2} {
-			if p != "" && !aside.Private(p) {
-				out = append(out, p)
+// leftBy returns what an unrevert's steps left at each workspace path
+// they name: the identity each put or found there, 0 for a path each
+// emptied. Steps the plan or the run skipped left nothing and are not
+// named. Computed from the plan, not the run, so that an unrevert
+// resumed after a crash still names the steps done before it.
+func leftBy(plan *Plan, x *executor) (map[string]uint64, error) {
+	skipped := make(map[uint64]bool, len(x.skipped))
+	for _, seq := range x.skipped {
+		skipped[seq] = true
+	}
+	left := map[string]uint64{}
+	put := func(p string, id uint64) {
+		if p != "" && !aside.Private(p) {
+			left[p] = id
+		}
+	}
+	var add func(s *Step)
+	add = func(s *Step) {
+		if s.Skip != "" || s.Op == "" || skipped[s.Seq] {
+			return
+		}
+		switch s.Op {
+		case opRemove:
+			put(s.Path, 0)
+			for j := range s.Covers {
+				add(&s.Covers[j])
 			}
+		case opRename:
+			put(s.Path2, s.Ino)
+			if s.Aside != "" {
+				put(s.Path, s.Ino2)
+			} else {
+				put(s.Path, 0)
+			}
+		case opExchange:
+			put(s.Path2, s.Ino)
+			put(s.Path, s.Ino2)
+		default: // recover, and the steps in place
+			put(s.Path, s.Ino)
 		}
 	}
 	err := plan.eachStep(0, func(_ int, s *Step) error {
 		add(s)
-		for j := range s.Covers {
-			add(&s.Covers[j])
-		}
 		return nil
 	})
-	return out, err
+	return left, err
 }
 
 // storedPlan reads the plan stored with rollback rb.
@@ -332,9 +360,9 @@ func finishUnrevert(env *Env, rb *journal.Rollback, plan *Plan, retrying bool) (
 	// steps find their results already there.
 	_, err := x.run(plan, rb.Next)
 	if env.Unjournaled != nil {
-		paths, perr := stepPaths(plan)
+		left, perr := leftBy(plan, x)
 		if perr == nil {
-			perr = env.Unjournaled(paths)
+			perr = env.Unjournaled(left)
 		}
 		if perr != nil && err == nil {
 			err = perr
