@@ -330,25 +330,31 @@ func parentOf(p string) string {
 // the workspace without journaling (its rollback's records are what it
 // undoes, and they are deleted), so the next scan must not take its
 // changes for changes outside the mount. left maps each path the
-// unrevert changed to the identity it left there (0: none). A path is
-// accepted only while it holds that identity: whatever took its place
-// since (a writer behind the mount exchanging names) stays unexplained,
-// for the next scan to find. So are, beneath a path that came back whole,
-// its entries, and the directories holding the paths, whose times the
-// entries moved, as long as they are still the same directories. The
-// caller holds the journal's gate exclusively.
+// unrevert's steps changed to the identity a step left there (0: none;
+// a later step may have moved it on, with a directory above it). A
+// path's new state is accepted only if it is the unrevert's doing: an
+// object the unrevert placed, or nothing where it moved or removed
+// something — and beneath a path that came back whole, what it holds.
+// Whatever else took a path's place since (a writer behind the mount
+// exchanging names) stays unexplained, for the next scan to find. The
+// directories holding the paths, and what is beneath them, are looked
+// at too: their objects changed in place with the unrevert's (times,
+// links). The caller holds the journal's gate exclusively.
 func (s *Scanner) Accept(left map[string]uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	roots := make([]string, 0, 2*len(left))
 	dirs := map[string]bool{}
-	for p := range left {
+	ids := map[uint64]bool{}
+	for p, id := range left {
 		roots = append(roots, p)
+		ids[id] = true
 		if d := parentOf(p); !dirs[d] {
 			dirs[d] = true
-			roots = append(roots, d)
+			roots = append(roots, d) // its times moved with its entries
 		}
 	}
+	delete(ids, 0)
 	tracked, err := s.j.FingerprintsUnder(roots)
 	if err != nil {
 		return err
@@ -362,7 +368,7 @@ func (s *Scanner) Accept(left map[string]uint64) error {
 			continue
 		}
 		cur.Last = old.Last
-		if cur == old || !acceptable(q, old, cur, left, dirs) {
+		if cur == old || !acceptable(q, old, cur, left, ids) {
 			continue
 		}
 		set[q] = cur
@@ -374,22 +380,28 @@ func (s *Scanner) Accept(left map[string]uint64) error {
 }
 
 // acceptable reports whether tracked path q, fingerprinted old and found
-// cur, is as the unrevert that left left made it.
-func acceptable(q string, old, cur journal.Fingerprint, left map[string]uint64, dirs map[string]bool) bool {
-	if id, ok := left[q]; ok {
-		return cur.Ino == id && (cur.Type == 0) == (id == 0)
+// cur, may be as an unrevert that left left (placing the objects ids)
+// made it. The object at q is the one it was: any change to it in place
+// is taken as the unrevert's (its content, attributes, or another of its
+// names, as the unrevert's steps change them and the aside area's links
+// to them come and go). Another object, or none, is taken only where the
+// unrevert put one of its own, or emptied the path, or beneath what it
+// brought back whole.
+func acceptable(q string, old, cur journal.Fingerprint, left map[string]uint64, ids map[uint64]bool) bool {
+	if cur.Type != 0 && old.Type != 0 && cur.Ino == old.Ino {
+		return true
 	}
-	for a := parentOf(q); ; a = parentOf(a) {
+	for a := q; ; a = parentOf(a) {
 		if id, ok := left[a]; ok {
-			// Beneath what came back whole, what it holds; beneath what
-			// went, nothing.
-			return id != 0 || cur.Type == 0
+			if a != q && id != 0 {
+				return true // beneath what came back whole: what it holds
+			}
+			return cur.Type == 0 || ids[cur.Ino]
 		}
 		if a == "" {
-			break
+			return false
 		}
 	}
-	return dirs[q] && cur.Type == old.Type && cur.Ino == old.Ino
 }
 
 // under reports whether p or a directory above it is in set.
