@@ -134,7 +134,11 @@ const (
 type planner struct {
 	env    *Env
 	target func(*rec) bool // records to undo; the rest in range are changes outside turns
-	force  bool
+	// settled, if set, names records the top rollback of a stack has
+	// already undone, with their undo (stack.go): walked, never stepped
+	// or taken for conflicts.
+	settled func(*rec) bool
+	force   bool
 	idents map[string]uint64 // identity today of a backing path, cached
 	types  map[string]uint32
 	stat   *backing.Stater // reads those, planning and reporting
@@ -177,6 +181,10 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 		if r.Kind == journal.KindEvent {
 			continue // not a change
 		}
+		if p.isSettled(r) {
+			now.undo(r)
+			continue
+		}
 		var s *Step
 		skip := ""
 		switch {
@@ -217,8 +225,11 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 // never a change found outside the mount, which has nothing to undo it
 // with.
 func (p *planner) undoes(r *rec) bool {
-	return r.Kind != journal.KindOutside && p.target(r)
+	return r.Kind != journal.KindOutside && p.target(r) && !p.isSettled(r)
 }
+
+// isSettled reports whether the top of the stack settled r (stack.go).
+func (p *planner) isSettled(r *rec) bool { return p.settled != nil && p.settled(r) }
 
 // conflicts returns the identities and paths that changes outside turns
 // (or outside the mount) touched, with the reason to give: undoing a
@@ -231,15 +242,18 @@ func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 	// The namespace is followed back only as far as the oldest such
 	// change: most rollbacks have none, and build no past here at all.
 	last := -1
+	conflicting := func(r *rec) bool {
+		return !p.undoes(r) && r.Kind != journal.KindEvent && !p.isSettled(r)
+	}
 	for i := range recs {
-		if !p.undoes(&recs[i]) && recs[i].Kind != journal.KindEvent {
+		if conflicting(&recs[i]) {
 			last = i
 		}
 	}
 	past := newPast(p.asidePath)
 	for i := range recs[:last+1] {
 		r := &recs[i]
-		if !p.undoes(r) && r.Kind != journal.KindEvent {
+		if conflicting(r) {
 			why := reasonOutside
 			if r.Kind == journal.KindOutside {
 				why = reasonOutsideMount

@@ -69,7 +69,11 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }}
+	settled, err := settledBy(env.Journal, target.StartSeq)
+	if err != nil {
+		return nil, err
+	}
+	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
 	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {
