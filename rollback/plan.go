@@ -139,9 +139,9 @@ type planner struct {
 	// or taken for conflicts.
 	settled func(*rec) bool
 	force   bool
-	idents map[string]uint64 // identity today of a backing path, cached
-	types  map[string]uint32
-	stat   *backing.Stater // reads those, planning and reporting
+	idents  map[string]uint64 // identity today of a backing path, cached
+	types   map[string]uint32
+	stat    *backing.Stater // reads those, planning and reporting
 	// seen holds what the rescan just before planning saw at the paths
 	// it tracks (env.Rescan); nil without one.
 	seen *journal.FingerprintView
