@@ -80,8 +80,10 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		if r.Kind == journal.KindEvent {
 			continue
 		}
+		// What the top of a stack settled leaves its paths as they are
+		// (stack.go): they are not this rollback's to report.
 		for i, path := range []string{r.Path, r.Path2} {
-			if path != "" && !aside.Private(path) && candidates[path] == 0 {
+			if path != "" && !aside.Private(path) && candidates[path] == 0 && !p.isSettled(r) {
 				candidates[path] = recordType(r, i == 1)
 			}
 		}
