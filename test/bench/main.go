@@ -5,6 +5,7 @@
 //	go run ./test/bench -quick     # src/crypto, 256 MiB, about 5 minutes
 //	go run ./test/bench -only storage   # the journal: bytes and time per turn
 //	go run ./test/bench -only memory    # the daemon's peak RSS per workload
+//	go run ./test/bench -only stack     # undo after undo, and a walk back through the window
 //	go run ./test/bench -only realturns # rollbacks of untar+git, npm ci, go build turns
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
@@ -50,7 +51,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
-	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, realturns, storage, memory)")
+	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, stack, realturns, storage, memory)")
 	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
@@ -87,6 +88,11 @@ func run(c *config) error {
 	}
 	if c.wants("turns") {
 		if err := turnSuite(c, r); err != nil {
+			return err
+		}
+	}
+	if c.wants("stack") {
+		if err := stackSuite(c, r); err != nil {
 			return err
 		}
 	}

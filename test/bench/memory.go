@@ -89,6 +89,29 @@ func memorySuite(c *config, r *results) error {
 					{"rolled back", m.rollback},
 				}
 			}},
+		{"stacked undos", nil,
+			func(m *memMount) []memPhase {
+				var turns []ctl.Turn
+				return []memPhase{
+					{"40 turns of sed -i over 1,000 files", func() error {
+						if err := m.sedFiles(1000); err != nil {
+							return err
+						}
+						for k := 0; k < 40; k++ {
+							t, err := sedTurn(m.cl, m.mnt, k)
+							if err != nil {
+								return err
+							}
+							turns = append(turns, t)
+						}
+						return nil
+					}},
+					{"the window walked back, one undo at a time", func() error {
+						_, _, err := undoBack(m.cl, turns[len(turns)-10:])
+						return err
+					}},
+				}
+			}},
 		{fmt.Sprintf("%dk-event turn", 3*turnFiles/1000),
 			func(ws string) error { return makeWorkspace(ws, turnFiles) },
 			func(m *memMount) []memPhase {
@@ -168,6 +191,16 @@ func (m *memMount) measure(r *results, scenario string, phases []memPhase) error
 		fmt.Printf("  %s: peak %.0f MiB, %s\n", ph.name, peak, seconds(d.Seconds()))
 		r.add(suiteMemory, w, mPeak, 1, peak, "MiB")
 		r.add(suiteMemory, w, mPhaseTime, 1, d.Seconds(), "s")
+	}
+	return nil
+}
+
+// sedFiles writes n files for sedTurn to rewrite, outside any turn.
+func (m *memMount) sedFiles(n int) error {
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(m.mnt, fmt.Sprintf("f%04d.txt", i)), []byte("alpha\nbeta\ngamma\n"), 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }
