@@ -270,6 +270,12 @@ type Error struct {
 	// Code is one of the Code* constants.
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Oldest and Latest, in an out_of_window error, are the turns a
+	// rollback can reach: the oldest and the latest in the window. A
+	// client reads them here rather than from Message, whose words may
+	// change.
+	Oldest uint64 `json:"oldest,omitempty"`
+	Latest uint64 `json:"latest,omitempty"`
 }
 
 // Error codes.

@@ -180,7 +180,10 @@ func (s *service) findTurn(ref string) (journal.Turn, error) {
 	}
 	ts, _ := s.d.j.Turns()
 	if byNumber && len(ts) > 0 && n >= 1 && n < ts[0].Num {
-		return t, ctl.Errorf(ctl.CodeOutOfWindow, "turn %s has left the window; turns %d to %d can be reached", turnName(ref, n), ts[0].Num, ts[len(ts)-1].Num)
+		oldest, latest := ts[0].Num, ts[len(ts)-1].Num
+		e := ctl.Errorf(ctl.CodeOutOfWindow, "turn %s has left the window; turns %d to %d can be reached", turnName(ref, n), oldest, latest)
+		e.Oldest, e.Latest = oldest, latest
+		return t, e
 	}
 	return t, ctl.Errorf(ctl.CodeNotFound, "no turn %q", ref)
 }

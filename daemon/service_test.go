@@ -225,3 +225,26 @@ func TestTurnRefs(t *testing.T) {
 		t.Errorf("Diff to 0x1: %v, want bad_request", err)
 	}
 }
+
+// TestOutOfWindowRange: a turn that left the window is out_of_window,
+// and the error names the reachable range in fields of its own (oldest,
+// latest), for clients that must not parse the message.
+func TestOutOfWindowRange(t *testing.T) {
+	td := newTestDaemon(t)
+	for i := 0; i < journal.DefaultWindow+2; i++ {
+		td.begin()
+		td.end()
+	}
+	must(t, td.d.j.Prune(func(string) error { return nil }))
+	ctx := context.Background()
+	for _, ref := range []string{"1", "2"} {
+		_, err := td.svc().Rollback(ctx, ctl.RollbackRequest{To: ctl.TurnRef(ref), DryRun: true})
+		var ce *ctl.Error
+		if !errors.As(err, &ce) || ce.Code != ctl.CodeOutOfWindow {
+			t.Fatalf("rollback to %s: %v, want out_of_window", ref, err)
+		}
+		if ce.Oldest != 3 || ce.Latest != journal.DefaultWindow+2 {
+			t.Errorf("rollback to %s: oldest %d, latest %d; want 3 and %d", ref, ce.Oldest, ce.Latest, journal.DefaultWindow+2)
+		}
+	}
+}
