@@ -1,5 +1,5 @@
 // Typed errors. Every error reply of the control socket,
-// {"error": {"code", "message"}}, becomes an instance of the class for its
+// {"error": {"code", "message", ...}}, becomes an instance of the class for its
 // code, so a harness can write `if (err instanceof BusyError)`; each keeps
 // the API's code and message. Failing to reach a daemon at all is a
 // NoDaemonError.
@@ -48,20 +48,19 @@ export class InternalError extends CowfsError {}
 
 /**
  * `out_of_window`: the turn has left the rollback window. `oldest` and
- * `latest` are the range that can be reached, read from the message
- * ("turns 4 to 13 can be reached"); undefined if it names none.
+ * `latest` are the range that can be reached, as the error reply's fields
+ * of the same names give it (the message's words are for people).
  */
 export class OutOfWindowError extends CowfsError {
+  /** The oldest turn a rollback can reach. */
   readonly oldest?: number;
+  /** The latest turn a rollback can reach. */
   readonly latest?: number;
 
-  constructor(code: ErrorCode, message: string, status = 0) {
+  constructor(code: ErrorCode, message: string, status = 0, range: Pick<ErrorBody, "oldest" | "latest"> = {}) {
     super(code, message, status);
-    const m = /turns (\d+) to (\d+)/.exec(message);
-    if (m) {
-      this.oldest = Number(m[1]);
-      this.latest = Number(m[2]);
-    }
+    if (typeof range.oldest === "number") this.oldest = range.oldest;
+    if (typeof range.latest === "number") this.latest = range.latest;
   }
 }
 
@@ -83,18 +82,20 @@ export class ConnectionError extends CowfsError {
   }
 }
 
-const byCode: Record<ErrorCode, new (code: ErrorCode, message: string, status: number) => CowfsError> = {
+const byCode: Record<Exclude<ErrorCode, "out_of_window">, new (code: ErrorCode, message: string, status: number) => CowfsError> = {
   bad_request: BadRequestError,
   forbidden: ForbiddenError,
   not_found: NotFoundError,
   busy: BusyError,
   conflict: ConflictError,
-  out_of_window: OutOfWindowError,
   internal: InternalError,
 };
 
 /** The typed error for an error reply's body. */
 export function apiError(body: ErrorBody, status: number): CowfsError {
+  if (body.code === "out_of_window") {
+    return new OutOfWindowError(body.code, body.message, status, body);
+  }
   const cls = byCode[body.code];
   if (cls === undefined) {
     // A code this client does not know yet: the API may add codes.

@@ -4,6 +4,10 @@
 // Times are RFC 3339 strings. Paths are relative to the workspace root;
 // a byte of a name that is not valid UTF-8 arrives as a lone surrogate
 // \udc80–\udcff (paths.ts turns such a string into bytes).
+//
+// test/wire-schema.ts mirrors the reply types (tsc keeps it in step), and
+// test/contract.test.ts checks real replies against it: a field ctl/api.go
+// gains fails there until it is declared here.
 
 /** The body of `POST /v1/turns`. Both fields are optional. */
 export interface BeginTurnRequest {
@@ -41,6 +45,34 @@ export interface TurnList {
   turns: Turn[];
   /** Paths changed through the mount while no turn was open, in the window. */
   outside_turns: number;
+  /** As in Status: turns left the window early since the oldest turn in it began. */
+  pruned_early?: PrunedEarly;
+}
+
+/**
+ * Why a turn left the window: `window` (newer turns filled it),
+ * `max_journal_size` (the journal reached `--max-journal-size`) or
+ * `disk_full` (the journal's filesystem was full).
+ */
+export type PruneReason = "window" | "max_journal_size" | "disk_full";
+
+/** When turns last left the window before their time. */
+export interface PrunedEarly {
+  /** The newest turn that left. */
+  through: number;
+  /** `max_journal_size` or `disk_full`. */
+  reason: PruneReason;
+  time: string;
+}
+
+/** What the daemon process holds, to watch for leaks and bound memory. */
+export interface Resources {
+  goroutines: number;
+  /** Open descriptors. */
+  open_files: number;
+  rss_bytes: number;
+  /** The peak since the daemon started. */
+  max_rss_bytes: number;
 }
 
 /** What a turn did to a path, net: in a turn's changes. */
@@ -117,17 +149,25 @@ export interface Status {
   /** On disk. */
   journal_bytes: number;
   /** The compressed content the window needs. */
-  content_bytes?: number;
+  content_bytes: number;
   /** Free on the journal's filesystem. */
-  free_bytes?: number;
+  free_bytes: number;
   /** The size bound (`--max-journal-size`); 0: none. */
-  max_journal_bytes?: number;
-  /** When turns last left the window before their time. */
-  pruned_early?: { through: number; reason: string; time: string };
+  max_journal_bytes: number;
+  /** Set if turns left the window early since the oldest turn in it began. */
+  pruned_early?: PrunedEarly;
   /** Why the journal became unusable; changes that need a record fail until the daemon restarts. */
   journal_error?: string;
   /** Rollbacks since the last turn began; the latest can be unreverted. */
   unrevertable: number;
+  /** The daemon's own resources. */
+  resources: Resources;
+  /**
+   * FUSE requests the mount has served since it started, by operation
+   * (`LOOKUP`, `WRITE`, …); operations never served are left out. For
+   * measuring round trips.
+   */
+  fuse_requests?: Record<string, number>;
 }
 
 /** A turn, by number or by the harness's id. */
@@ -166,6 +206,13 @@ export interface PathAction {
   from?: string;
   /** A rename undone: the object deleted from `path` moves to `to`. */
   to?: string;
+  /**
+   * What else happened to a path the rollback restored: a process wrote to
+   * it through a shared mapping during the rollback, and the kernel's
+   * writeback of that page, which also held bytes from before the restore,
+   * was refused (the writer got EIO).
+   */
+  note?: string;
 }
 
 /** A rollback's paths summed: files (and other non-directories) by action, directories removed and recreated. */
@@ -275,9 +322,8 @@ export interface Event {
   /** A partial rollback: what failed. */
   failure?: string;
 
-  // turn_pruned: why the turn left the window: "window",
-  // "max_journal_size" or "disk_full".
-  reason?: string;
+  // turn_pruned: why the turn left the window.
+  reason?: PruneReason;
 
   // journal_error.
   message?: string;
@@ -342,4 +388,8 @@ export type ErrorCode =
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
+  /** `out_of_window`: the oldest turn a rollback can reach. */
+  oldest?: number;
+  /** `out_of_window`: the latest turn a rollback can reach. */
+  latest?: number;
 }

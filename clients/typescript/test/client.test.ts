@@ -18,6 +18,7 @@ import {
   pathBytes,
   pathString,
 } from "../src/index.js";
+import { apiError } from "../src/errors.js";
 import { fuseSkip, TestWorkspace } from "../src/testing.js";
 
 /** Asserts that p rejects with an error of class cls and API code code. */
@@ -199,6 +200,19 @@ describe("CowfsClient", { skip: fuseSkip() }, () => {
     assert.match(busy.message, /turn/);
     await rejectsWith(c.beginStep(""), BadRequestError, "bad_request");
     await c.endTurn();
+  });
+});
+
+describe("apiError", () => {
+  it("takes out_of_window's range from the reply's fields, not its message", () => {
+    const e = apiError({ code: "out_of_window", message: "turn 1 has left the window; turns 3 to 4 can be reached", oldest: 5, latest: 9 }, 410);
+    assert.ok(e instanceof OutOfWindowError);
+    assert.equal(e.oldest, 5);
+    assert.equal(e.latest, 9);
+    assert.equal(e.status, 410);
+    const bare = apiError({ code: "out_of_window", message: "turns 3 to 4 can be reached" }, 410) as OutOfWindowError;
+    assert.equal(bare.oldest, undefined);
+    assert.equal(bare.latest, undefined);
   });
 });
 
