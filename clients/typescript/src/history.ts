@@ -7,7 +7,7 @@
 // from feed.ts.
 
 import { CowfsClient } from "./client.js";
-import { ConflictError, NotFoundError } from "./errors.js";
+import { BadRequestError, ConflictError, NotFoundError } from "./errors.js";
 import { ChangeFeed, type FileChangedEvent, type RewindCause } from "./feed.js";
 import type { DiffFile, Marker, PathAction, RollbackCounts, RollbackResult, Turn, TurnRef } from "./types.js";
 
@@ -64,9 +64,9 @@ export interface RewindResult {
 
 /** history.diff()'s result. */
 export interface HistoryDiff {
-  /** "turn 3" */
+  /** "turn 3", "turn 3 step call_1" */
   from: string;
-  /** "end of turn 3", "turn 5", "now" */
+  /** "end of turn 3", "turn 5", "now", "end of the step" */
   to: string;
   files: DiffFile[];
   /** The unified diffs of all text files, one after another. */
@@ -84,6 +84,20 @@ export interface HistoryOptions {
   since?: number;
   /** How long endTurn() and rewinds wait for their event to reach the listeners, in ms (default 10000). */
   eventWait?: number;
+}
+
+/** What history.diff() shows. */
+export interface DiffOptions {
+  /**
+   * Only what this step of the turn changed, from the step's start to its
+   * last change: a tool call's id (when toolCall() marked it, or its model
+   * step had that one call) or a model step's id (step()). A model step
+   * whose tool calls were marked one by one holds only the changes made
+   * before the first of them; diff each tool call instead.
+   */
+  step?: string;
+  /** Counts only: no diff text, and `patch` is empty. */
+  stat?: boolean;
 }
 
 export interface RewindOptions {
@@ -200,12 +214,21 @@ export class History {
 
   /**
    * What changed from the start of `from` to its end, or to the start of
-   * `to`, or to `"now"`. A string names a message (the turn anchored at
+   * `to`, or to `"now"`; with `{ step }`, what one step (a tool call) of
+   * `from` changed: `diff(e.messageId, { step: e.toolCallId })` for a
+   * FileChangedEvent `e`. A string names a message (the turn anchored at
    * it) or, failing that, a turn id; a number is a turn number.
    */
-  async diff(from: TurnRef, to?: TurnRef | "now"): Promise<HistoryDiff> {
+  diff(from: TurnRef, to?: TurnRef | "now", opts?: DiffOptions): Promise<HistoryDiff>;
+  diff(from: TurnRef, opts: DiffOptions): Promise<HistoryDiff>;
+  async diff(from: TurnRef, toOrOpts?: TurnRef | "now" | DiffOptions, more: DiffOptions = {}): Promise<HistoryDiff> {
+    const [to, opts] = typeof toOrOpts === "object" ? [undefined, toOrOpts] : [toOrOpts, more];
+    if (to !== undefined && opts.step !== undefined) {
+      // The daemon ends a step's diff at the step's last change.
+      throw new BadRequestError("bad_request", "a step's diff ends where the step ends: leave out to", 0);
+    }
     const [f, t] = await Promise.all([this.resolve(from), to === undefined ? undefined : this.resolve(to)]);
-    const d = await this.client.diff({ from: f, to: t });
+    const d = await this.client.diff({ from: f, to: t, step: opts.step, stat: opts.stat });
     return { from: d.from, to: d.to, files: d.files, patch: d.files.map((x) => x.diff ?? "").join("") };
   }
 

@@ -18,6 +18,7 @@ export {
 export { eventStream, type EventsOptions, type EventStream } from "./events.js";
 export {
   History,
+  type DiffOptions,
   type FileChange,
   type FileChangedEvent,
   type HistoryDiff,

@@ -1,12 +1,13 @@
 // History against a real daemon: file-change events tagged with the
 // model step and tool call, undo/redo/revert/unrevert with their counts
-// and markers, diff, and conflicts skipped instead of overwritten.
+// and markers, diff (of turns, ranges and steps), and conflicts skipped
+// instead of overwritten.
 
 import assert from "node:assert/strict";
 import { promises as fs } from "node:fs";
 import { after, before, describe, it } from "node:test";
 
-import { ConflictError, History, NotFoundError, type FileChangedEvent } from "../src/index.js";
+import { BadRequestError, ConflictError, History, NotFoundError, type FileChangedEvent } from "../src/index.js";
 import { fuseSkip, TestWorkspace } from "../src/testing.js";
 
 /** The workspace's files (not directories) and their contents. */
@@ -163,6 +164,25 @@ describe("History", { skip: fuseSkip() }, () => {
     const now = await h.diff("turn-1", "now");
     assert.equal(now.to, "now");
     assert.ok(now.files.some((f) => f.path === "build/x/y" && f.status === "created"));
+  });
+
+  it("diff of a step: a tool call, a model step, counts only", async () => {
+    // Turn 1: step-1 (one tool call, call-1) made src/a.txt; in step-2,
+    // call-2 ran sed on it and call-3 renamed README.md.
+    const call2 = await h.diff("msg-1", { step: "call-2" });
+    assert.equal(call2.from, "turn 1 step call-2");
+    assert.equal(call2.to, "end of the step");
+    assert.deepEqual(call2.files.map((f) => [f.path, f.status]), [["src/a.txt", "modified"]]);
+    assert.equal(call2.patch, "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-one\n+ONE\n");
+    const step1 = await h.diff(1, { step: "step-1" });
+    assert.deepEqual(step1.files.filter((f) => f.path === "src/a.txt").map((f) => [f.status, f.diff]), [
+      ["created", "--- /dev/null\n+++ b/src/a.txt\n@@ -0,0 +1 @@\n+one\n"],
+    ]);
+    const call3 = await h.diff("turn-1", undefined, { step: "call-3", stat: true });
+    assert.deepEqual(call3.files.map((f) => [f.path, f.from, f.status]), [["README.txt", "README.md", "renamed"]]);
+    assert.equal(call3.patch, "");
+    await assert.rejects(h.diff("msg-1", { step: "no-such-step" }), NotFoundError);
+    await assert.rejects(h.diff("msg-1", "now", { step: "call-2" }), BadRequestError);
   });
 
   it("skips a file changed outside a turn instead of overwriting it; force restores it", async () => {
