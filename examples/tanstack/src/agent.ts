@@ -8,11 +8,16 @@
 //   - /undo, /redo, /revert MESSAGE-ID and /unrevert call the history and
 //     move the conversation as the files moved: to before the message the
 //     rollback's marker names, or back to where the undone rewinds started;
-//     the next user message makes that final.
+//     the next user message makes that final;
+//   - the conversation is kept in a file (conversation.ts), and where it
+//     stands after rewinds is read back from the daemon, so a revert
+//     survives a restart of the harness with its messages, and unrevert
+//     still brings them back.
 
 import { History, type FileChangedEvent, type RewindResult } from "@cowfs/client";
 import { chat, maxIterations, StreamProcessor, type AnyTextAdapter, type ChatMiddleware, type UIMessage } from "@tanstack/ai";
 
+import { loadConversation, saveConversation } from "./conversation.js";
 import { workspaceTools } from "./tools.js";
 
 export interface AgentOptions {
@@ -20,6 +25,8 @@ export interface AgentOptions {
   workspace: string;
   /** The model: any TanStack AI text adapter. */
   adapter: AnyTextAdapter;
+  /** The file the conversation is kept in, outside the workspace; created if missing. */
+  conversation: string;
   /** The history to use (default: History.open on the workspace). */
   history?: History;
 }
@@ -27,6 +34,8 @@ export interface AgentOptions {
 export class CodingAgent {
   readonly workspace: string;
   readonly history: History;
+  /** The conversation file. */
+  readonly conversation: string;
 
   private readonly adapter: AnyTextAdapter;
   private readonly tools: ReturnType<typeof workspaceTools>;
@@ -37,22 +46,40 @@ export class CodingAgent {
    */
   private live: UIMessage[] = [];
   private shown = 0;
-  /** The rewinds since the last message, oldest first: where each left the conversation before, and its marker's note. */
-  private rewinds: Array<{ shown: number; note?: string }> = [];
-  /** The last rollback stopped part way. */
-  private partial = false;
+  /** The note of the rollback the workspace stands at, for the model with the next message. */
+  private note: string | undefined;
+  /** User messages sent so far: the next is msg-(sent+1), in turn turn-(sent+1). */
   private sent = 0;
 
   private constructor(opts: Required<AgentOptions>) {
     this.workspace = opts.workspace;
     this.adapter = opts.adapter;
     this.history = opts.history;
+    this.conversation = opts.conversation;
     this.tools = workspaceTools(opts.workspace);
   }
 
+  /**
+   * Opens the agent on a mounted workspace with the conversation kept in
+   * opts.conversation: the messages as they were left, shown as the
+   * rewinds standing in the daemon leave them.
+   */
   static async open(opts: AgentOptions): Promise<CodingAgent> {
+    const saved = await loadConversation(opts.conversation, opts.workspace);
     const history = opts.history ?? (await History.open({ workspace: opts.workspace }));
-    return new CodingAgent({ ...opts, history });
+    const agent = new CodingAgent({ ...opts, history });
+    agent.live = saved.messages;
+    agent.sent = saved.sent;
+    try {
+      // A turn still open: the harness stopped during it. End it, so its
+      // changes can be undone and the next message can begin a turn.
+      if ((await history.client.status()).open_turn !== undefined) await history.endTurn();
+      await agent.follow();
+    } catch (err) {
+      await agent.close();
+      throw err;
+    }
+    return agent;
   }
 
   async close(): Promise<void> {
@@ -89,13 +116,32 @@ export class CodingAgent {
 
   /** A user message: one turn of the agent loop. Returns the agent's final text. */
   async send(text: string): Promise<string> {
-    const id = `msg-${++this.sent}`;
-    await this.history.beginTurn({ id: `turn-${this.sent}`, anchor: id });
-    // Beginning a turn made the rewinds final: so is the cut conversation.
-    const note = this.rewinds[this.rewinds.length - 1]?.note;
-    this.rewinds = [];
+    // Rewinds may have been made elsewhere (the CLI) since the last look.
+    await this.follow();
+    const note = this.note;
+    const id = `msg-${this.sent + 1}`;
     const processor = new StreamProcessor({ initialMessages: this.messages });
     processor.addUserMessage(text, id);
+    // The cut conversation and the new message are written before the
+    // turn begins and makes the rewinds final: a crash in between may lose
+    // hidden messages that unrevert would have shown again, but never
+    // shows messages whose turns are gone.
+    const was = { live: this.live, sent: this.sent };
+    this.live = processor.getMessages();
+    this.sent++;
+    this.shown = this.live.length;
+    this.note = undefined;
+    await this.save();
+    try {
+      await this.history.beginTurn({ id: `turn-${this.sent}`, anchor: id });
+    } catch (err) {
+      // No turn (busy: a partial rollback waits): nothing was sent.
+      this.live = was.live;
+      this.sent = was.sent;
+      await this.save();
+      await this.follow();
+      throw err;
+    }
     try {
       const stream = chat({
         adapter: this.adapter,
@@ -109,39 +155,42 @@ export class CodingAgent {
     } finally {
       this.live = processor.getMessages();
       this.shown = this.live.length;
+      await this.save();
       await this.history.endTurn();
     }
     return lastText(this.live);
   }
 
-  /**
-   * Moves the conversation as a rewind moved the files: a rollback to
-   * before a message shows the messages before it (fewer, or — after an
-   * earlier rollback went further back — more); redo and unrevert go back
-   * to where the rewinds they undid started.
-   */
-  private rewound(what: string, r: RewindResult): string {
+  /** Moves the conversation as a rewind moved the files, and says what it did. */
+  private async rewound(what: string, r: RewindResult): Promise<string> {
+    await this.follow();
     if (!r.complete) {
-      // A partial rollback left no marker and is not on the stack: the
+      // A partial rollback left no marker and reverted no turn: the
       // conversation stays. Running it again finishes it; /redo undoes it.
-      this.partial = r.action === "undo" || r.action === "revert";
       return `${what}: stopped part way (${r.failure}); the conversation is unchanged. Try again, or /redo.${skips(r)}`;
     }
-    let undone = r.results.length;
-    if (this.partial && (r.action === "redo" || r.action === "unrevert")) {
-      undone--; // the first unrevert undid the partial rollback
-    }
-    this.partial = false;
-    if (r.action === "undo" || r.action === "revert") {
-      const at = this.live.findIndex((m) => m.id === r.marker?.messageId);
-      this.rewinds.push({ shown: this.shown, note: r.marker?.note });
-      if (at >= 0) this.shown = at;
-    } else {
-      for (; undone > 0 && this.rewinds.length > 0; undone--) {
-        this.shown = this.rewinds.pop()!.shown;
-      }
-    }
     return `${what}. Files restored: ${r.filesRestored}${skips(r)}`;
+  }
+
+  /**
+   * Shows the conversation as the daemon's history stands: the workspace
+   * sits before the target of the latest rollback since the last message,
+   * whose turn is the earliest one reverted (a rollback reverts its
+   * target and every later turn; an unrevert brings back what the one
+   * below it left). The conversation ends just before that turn's message,
+   * whatever the rewinds were, whoever made them, and however often the
+   * harness restarted since; with none standing, it is whole.
+   */
+  private async follow(): Promise<void> {
+    const [{ turns }, { markers }] = await Promise.all([this.history.client.turns(), this.history.client.markers()]);
+    const target = turns.find((t) => t.state === "reverted");
+    const at = target === undefined ? -1 : this.live.findIndex((m) => m.id === target.anchor);
+    this.shown = at >= 0 ? at : this.live.length;
+    this.note = target === undefined ? undefined : markers.filter((m) => m.turn === target.num).pop()?.note;
+  }
+
+  private save(): Promise<void> {
+    return saveConversation(this.conversation, this.workspace, { sent: this.sent, messages: this.live });
   }
 }
 

@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import { promises as fs } from "node:fs";
+import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 
 import { ConflictError, type FileChangedEvent } from "@cowfs/client";
@@ -83,7 +84,7 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
     // The agent finds the daemon from the workspace path, as a harness does.
     process.env.COWFS_STATE_DIR = w.state;
     model = scriptedText(demoScript);
-    agent = await CodingAgent.open({ workspace: w.dir, adapter: model });
+    agent = await CodingAgent.open({ workspace: w.dir, adapter: model, conversation: path.join(w.root, "conversation.json") });
     agent.onFileChanged((e) => events.push(e));
     snap.start = await tree(w);
   });
@@ -317,5 +318,18 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
       ["msg-2", "closed"],
       ["msg-4", "closed"],
     ]);
+  });
+
+  it("the conversation file reads back as the conversation was", async () => {
+    await agent.input("/undo");
+    const again = await CodingAgent.open({ workspace: w.dir, adapter: model, conversation: agent.conversation });
+    try {
+      assert.deepEqual(again.messages, agent.messages);
+      assert.ok(again.messages[0]?.createdAt instanceof Date);
+    } finally {
+      await again.close();
+    }
+    await agent.input("/redo");
+    take();
   });
 });
