@@ -258,6 +258,12 @@ type Marker struct {
 	// messages were removed and the files restored; continue without
 	// mentioning it.
 	Note string `json:"note"`
+	// Replaces are the markers this one superseded, oldest turn first:
+	// those that stood at or after its turn when its rollback was made.
+	// The conversation from its anchor on is cut, their notes with it;
+	// one marker stands per conversation point. An unrevert of its
+	// rollback puts them back. Their own replaces are left out.
+	Replaces []Marker `json:"replaces,omitempty"`
 }
 
 // MarkerList is the body of GET /v1/markers.

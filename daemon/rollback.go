@@ -192,7 +192,11 @@ func resultOf(o *rollback.Outcome, unrevert bool) ctl.RollbackResult {
 }
 
 func markerOf(m journal.Marker) ctl.Marker {
-	return ctl.Marker{Turn: m.Turn, ID: m.ID, Anchor: m.Anchor, CreatedAt: m.CreatedAt, Note: m.Note}
+	c := ctl.Marker{Turn: m.Turn, ID: m.ID, Anchor: m.Anchor, CreatedAt: m.CreatedAt, Note: m.Note}
+	for _, r := range m.Replaces {
+		c.Replaces = append(c.Replaces, markerOf(r))
+	}
+	return c
 }
 
 // summary is the counts in words, for logs.

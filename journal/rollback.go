@@ -113,13 +113,20 @@ func (j *Journal) SaveRollback(r *Rollback, plan PlanWriter) error {
 }
 
 // FinishRollback records that r is done and leaves marker m: r goes on
-// top of the stack, and turn states and markers follow.
+// top of the stack, and turn states and markers follow. m supersedes the
+// markers standing at or after its turn, which it lists (Replaces);
+// r.Marker is m as it is kept.
 func (j *Journal) FinishRollback(r *Rollback, m Marker) error {
 	old, err := j.storeBlobs(r, nil)
 	if err != nil {
 		return err
 	}
 	err = j.db.Update(func(txn *badger.Txn) error {
+		reps, err := replaced(txn, m.Turn)
+		if err != nil {
+			return err
+		}
+		m.Replaces = reps
 		r.State, r.Marker, r.Next, r.Failure = RollbackDone, &m, 0, ""
 		if err := putRollback(txn, r); err != nil {
 			return err
@@ -302,12 +309,12 @@ func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
 
 // restack makes turn states and markers agree with the stack of done
 // rollbacks: the workspace sits before the top one's target, so exactly
-// the turns from there on are reverted (by it), and the markers that
-// stand are those of the rollbacks in the stack whose targets are at or
-// after it (the latest for each turn). gone is a rollback just taken off
-// the stack, whose marker goes.
+// the turns from there on are reverted (by it), and the marker of the
+// top stands, with the settled markers before its target
+// (placeMarkers). gone is a rollback just taken off the stack, whose
+// marker goes.
 //
-// Markers of turns forgotten earlier are not touched: a stack's targets
+// Markers of turns forgotten earlier are not deleted: a stack's targets
 // are turns still in the journal, and turn numbers are never reused.
 func restack(txn *badger.Txn, gone *Rollback) error {
 	rbs, err := rollbacks(txn)
@@ -341,35 +348,7 @@ func restack(txn *badger.Txn, gone *Rollback) error {
 			}
 		}
 	}
-	// Markers: withdraw every marker a rollback of the stack (or the one
-	// leaving it) left, then put back those that stand.
-	withdraw := stack
-	if gone != nil {
-		withdraw = append(withdraw[:len(withdraw):len(withdraw)], *gone)
-	}
-	for _, r := range withdraw {
-		if err := withdrawMarker(txn, r); err != nil {
-			return err
-		}
-	}
-	for _, r := range stack {
-		if r.Marker != nil && r.Target >= top.Target {
-			if err := setJSON(txn, markerKey(r.Marker.Turn), r.Marker); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// withdrawMarker deletes the marker r left, if it still stands.
-func withdrawMarker(txn *badger.Txn, r Rollback) error {
-	var m Marker
-	ok, err := getJSON(txn, markerKey(r.Target), &m)
-	if err != nil || !ok || m.Rollback != r.ID {
-		return err
-	}
-	return txn.Delete(markerKey(r.Target))
+	return placeMarkers(txn, stack, gone)
 }
 
 // Partial returns the rollback that stopped at a failed step, if one

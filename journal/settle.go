@@ -132,7 +132,9 @@ func (j *Journal) finishSettle(rbs []Rollback) (asides []string, err error) {
 				return err
 			}
 		}
-		return nil
+		// The top's marker stays, and those before it; the markers it
+		// superseded go for good.
+		return dropSuperseded(txn)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)

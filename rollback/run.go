@@ -159,7 +159,7 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 	if err := env.Journal.FinishRollback(rb, m); err != nil {
 		return nil, err
 	}
-	out.Marker, out.Counts = &m, Count(out.Report)
+	out.Marker, out.Counts = rb.Marker, Count(out.Report) // m with the markers it replaces
 	return out, nil
 }
 

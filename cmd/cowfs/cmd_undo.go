@@ -78,9 +78,11 @@ func newMarkersCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "markers",
 		Short: "List the conversation truncation markers rollbacks left",
-		Long: `List the markers rollbacks left, one per turn rolled back to before. A harness
-truncates its conversation at a marker's anchor (the anchor of that turn) and
-may add its note for the model.`,
+		Long: `List the markers that stand: one per conversation point. A harness truncates
+its conversation at a marker's anchor (the anchor of the turn rolled back to
+before) and may add its note for the model. A rollback supersedes the markers
+standing at or after its turn (the conversation from its anchor on is cut,
+their notes with it) and says which ("replaces"); an unrevert puts them back.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var l ctl.MarkerList
@@ -99,6 +101,9 @@ may add its note for the model.`,
 			}
 			for _, m := range l.Markers {
 				fmt.Printf("turn %d%s, %s\n  %s\n", m.Turn, idAnchor(m.ID, m.Anchor), when(m.CreatedAt), m.Note)
+				for _, r := range m.Replaces {
+					fmt.Printf("  replaces the marker of turn %d%s\n", r.Turn, idAnchor(r.ID, r.Anchor))
+				}
 			}
 			return nil
 		},

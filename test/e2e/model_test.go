@@ -176,17 +176,21 @@ type stacked struct {
 }
 
 // begin is a turn beginning: the stack settles (the turns from its
-// top's target on are forgotten, markers standing stay), then the new
-// turn joins and the oldest leave the window.
+// top's target on are forgotten, markers standing stay, those the top
+// superseded go), then the new turn joins and the oldest leave the
+// window.
 func (h *historyModel) begin(num uint64, id string, snap tree) {
 	if h.ids == nil {
 		h.ids = map[uint64]string{}
 	}
 	if len(h.stack) > 0 {
-		for n := range h.standing() {
-			h.markers[n] = true
-		}
 		top := h.stack[len(h.stack)-1].target
+		for n := range h.markers {
+			if n >= top {
+				delete(h.markers, n)
+			}
+		}
+		h.markers[top] = true
 		var keep []uint64
 		for _, n := range h.live {
 			if n < top {
@@ -208,17 +212,18 @@ func (h *historyModel) begin(num uint64, id string, snap tree) {
 	}
 }
 
-// standing returns the turns whose markers the stack leaves standing:
-// its targets at or after its top's.
+// standing returns the turns whose markers stand: one per conversation
+// point, so the stack's top and the settled markers before its target.
 func (h *historyModel) standing() map[uint64]bool {
 	out := map[uint64]bool{}
-	if len(h.stack) == 0 {
-		return out
+	top := uint64(1<<63 - 1)
+	if len(h.stack) > 0 {
+		top = h.stack[len(h.stack)-1].target
+		out[top] = true
 	}
-	top := h.stack[len(h.stack)-1].target
-	for _, r := range h.stack {
-		if r.target >= top {
-			out[r.target] = true
+	for n := range h.markers {
+		if n < top {
+			out[n] = true
 		}
 	}
 	return out
@@ -291,9 +296,6 @@ func (m *model) check(h *historyModel, what string) {
 		gotM[mk.Turn] = true
 	}
 	wantM := h.standing()
-	for n := range h.markers {
-		wantM[n] = true
-	}
 	if !reflect.DeepEqual(gotM, wantM) {
 		t.Fatalf("%s: markers %v, want %v", what, gotM, wantM)
 	}
