@@ -29,6 +29,7 @@ func (d *Daemon) env() *rollback.Env {
 		_, err := d.scanUnder(g, false)
 		return err
 	}
+	e.Refresh = d.scanner.Refresh
 	e.Unjournaled = d.scanner.Accept
 	return e
 }

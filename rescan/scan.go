@@ -69,6 +69,12 @@ func New(j *journal.Journal, tree *backing.Tree, rootDev uint64, log *slog.Logge
 // journal's exclusive gate (labelled with the turn the changes belong
 // to, or none). obs may be nil.
 func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
+	return s.scan(g, obs, false)
+}
+
+// scan is Scan; with explainedOnly, it checks only the tracked paths
+// that the records since the last scan name (Refresh).
+func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Found, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	upTo := s.j.NextSeq()
@@ -94,6 +100,9 @@ func (s *Scanner) Scan(g journal.Gate, obs Observer) ([]Found, error) {
 	err = s.j.EachFingerprint(func(p string, old journal.Fingerprint) error {
 		if _, ok := ex.last[p]; ok {
 			seen[p] = true
+		}
+		if explainedOnly && !ex.names(p, old) {
+			return nil
 		}
 		return sc.check(p, old, true)
 	})
@@ -317,6 +326,13 @@ func (ex *explanation) explains(p string, old, cur journal.Fingerprint) bool {
 	return false
 }
 
+// names reports whether the records name tracked path p (fingerprint
+// old): the path, the inode it held, or a directory above it renamed or
+// removed. What they name is what explains may take as explained.
+func (ex *explanation) names(p string, old journal.Fingerprint) bool {
+	return ex.explains(p, old, journal.Fingerprint{})
+}
+
 // parentOf is p's directory ("" for the root and what is in it).
 func parentOf(p string) string {
 	d := path.Dir(p)
@@ -324,84 +340,6 @@ func parentOf(p string) string {
 		return ""
 	}
 	return d
-}
-
-// Accept takes what an unrevert left as explained: an unrevert changes
-// the workspace without journaling (its rollback's records are what it
-// undoes, and they are deleted), so the next scan must not take its
-// changes for changes outside the mount. left maps each path the
-// unrevert's steps changed to the identity a step left there (0: none;
-// a later step may have moved it on, with a directory above it). A
-// path's new state is accepted only if it is the unrevert's doing: an
-// object the unrevert placed, or nothing where it moved or removed
-// something — and beneath a path that came back whole, what it holds.
-// Whatever else took a path's place since (a writer behind the mount
-// exchanging names) stays unexplained, for the next scan to find. The
-// directories holding the paths, and what is beneath them, are looked
-// at too: their objects changed in place with the unrevert's (times,
-// links). The caller holds the journal's gate exclusively.
-func (s *Scanner) Accept(left map[string]uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	roots := make([]string, 0, 2*len(left))
-	dirs := map[string]bool{}
-	ids := map[uint64]bool{}
-	for p, id := range left {
-		roots = append(roots, p)
-		ids[id] = true
-		if d := parentOf(p); !dirs[d] {
-			dirs[d] = true
-			roots = append(roots, d) // its times moved with its entries
-		}
-	}
-	delete(ids, 0)
-	tracked, err := s.j.FingerprintsUnder(roots)
-	if err != nil {
-		return err
-	}
-	set := map[string]journal.Fingerprint{}
-	stat := s.tree.NewStater()
-	defer stat.Close()
-	for q, old := range tracked {
-		cur, _, err := s.fingerprint(stat, q)
-		if err != nil {
-			continue
-		}
-		cur.Last = old.Last
-		if cur == old || !acceptable(q, old, cur, left, ids) {
-			continue
-		}
-		set[q] = cur
-	}
-	if len(set) == 0 {
-		return nil
-	}
-	return s.j.SaveFingerprints(set, nil, s.upTo)
-}
-
-// acceptable reports whether tracked path q, fingerprinted old and found
-// cur, may be as an unrevert that left left (placing the objects ids)
-// made it. The object at q is the one it was: any change to it in place
-// is taken as the unrevert's (its content, attributes, or another of its
-// names, as the unrevert's steps change them and the aside area's links
-// to them come and go). Another object, or none, is taken only where the
-// unrevert put one of its own, or emptied the path, or beneath what it
-// brought back whole.
-func acceptable(q string, old, cur journal.Fingerprint, left map[string]uint64, ids map[uint64]bool) bool {
-	if cur.Type != 0 && old.Type != 0 && cur.Ino == old.Ino {
-		return true
-	}
-	for a := q; ; a = parentOf(a) {
-		if id, ok := left[a]; ok {
-			if a != q && id != 0 {
-				return true // beneath what came back whole: what it holds
-			}
-			return cur.Type == 0 || ids[cur.Ino]
-		}
-		if a == "" {
-			return false
-		}
-	}
 }
 
 // under reports whether p or a directory above it is in set.

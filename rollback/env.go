@@ -34,6 +34,13 @@ type Env struct {
 	// rollback or unrevert plans: so its conflict checks are never
 	// stale.
 	Rescan func(g journal.Gate) error
+	// Refresh, if set, is called when a rollback's steps have run (also
+	// a partial one's), with the gate g it holds exclusively: the
+	// fingerprints of what the rollback touched are taken from the
+	// workspace now, so that its records explain no later change behind
+	// the mount (rescan.Scanner.Refresh). A failure is logged: the next
+	// scan then explains by the records, as before.
+	Refresh func(g journal.Gate) error
 	// Unjournaled, if set, is told the paths an unrevert changed, with
 	// the identity it left at each (0: none): it journals nothing, so a
 	// rescan must take their new state as explained — but only where

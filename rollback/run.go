@@ -132,6 +132,7 @@ func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, 
 			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
 	x.progress = saveProgress(env, rb, plan, x, true)
 	failed, ferr := x.run(plan, from)
+	refresh(env, g)
 	learn(plan, x)
 	rb.Skipped = plan.Skipped
 	out := &Outcome{Target: rb.Target, Rollback: rb.ID, Report: plan.Report, Complete: ferr == nil}
