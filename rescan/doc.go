@@ -9,7 +9,9 @@
 // last saw; a scan reads them from the journal a batch at a time, so
 // the daemon holds none of them between scans. A scan
 // runs at each turn boundary, before each rollback and unrevert plans,
-// and at start-up. It stats each tracked path (never reads or hashes a
+// and at start-up; after a rollback or an unrevert, the fingerprints of
+// what it touched are refreshed (refresh.go), so that those paths stay
+// watched. It stats each tracked path (never reads or hashes a
 // file, never walks the workspace: its cost is the number of tracked
 // paths) and compares:
 //
