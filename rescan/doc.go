@@ -19,7 +19,9 @@
 //     change through the mount (or by a rollback) to the path, to the
 //     inode it holds, to an entry directly inside it (a directory's
 //     times), or a rename or removal of a directory above it — takes
-//     its new fingerprint silently;
+//     its new fingerprint silently; so does one whose inode the mount
+//     changed in place since (its stamp, below), which journals nothing
+//     when it journaled the inode earlier in the epoch;
 //   - any other difference is a change outside the mount: it is
 //     journaled as a KindOutside record (modified, deleted, created,
 //     replaced), the mount is told to drop what the kernel caches of

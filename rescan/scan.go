@@ -151,7 +151,7 @@ func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
 	}
 	again := ex.changedAgain(cur)
 	switch {
-	case !again && ex.explains(p, old, cur):
+	case !again && (ex.explains(p, old, cur) || ex.stamped(old, cur)):
 		cur.Last = max(old.Last, ex.last[p])
 	case !again && (!had || same(old, cur)):
 		cur = old
@@ -276,6 +276,18 @@ func (ex *explanation) changedAgain(cur journal.Fingerprint) bool {
 	// A write sets mtime to the present; one in the future was set
 	// explicitly (touch -d), by the mount.
 	return ok && cur.Type == syscall.S_IFREG && cur.Mtime > t && cur.Ctime > t && cur.Mtime <= time.Now().UnixNano()
+}
+
+// stamped reports whether the mount changed the inode at a path in
+// place since the last scan, and nothing did after it: the same inode
+// is there, and its ctime is not later than the mount's stamp. The
+// mount journals a pre-image once per inode and epoch, so a change
+// through it may leave no record after a scan made in the middle of an
+// epoch (a rollback's, or its dry run's, before it plans); the stamp
+// explains it.
+func (ex *explanation) stamped(old, cur journal.Fingerprint) bool {
+	t, ok := ex.stamps[cur.Ino]
+	return ok && old.Type != 0 && cur.Type == old.Type && cur.Ino == old.Ino && cur.Ctime <= t
 }
 
 func (s *Scanner) explained(from, to uint64) (*explanation, error) {

@@ -43,3 +43,25 @@ func TestWatchedAfterUnrevert(t *testing.T) {
 	}
 	w.wantFile("after rollback g1", "H", "written behind the mount\n")
 }
+
+// A write through the mount is never taken for a change outside it, also
+// when a scan came between it and an earlier write to the same file in
+// the same epoch (a rollback's dry run scans before it plans): the first
+// write journaled the file's pre-image, the second journals nothing, and
+// the mount's stamp of the file explains it.
+func TestNoOutsideAfterMidEpochScan(t *testing.T) {
+	w := newWorkspace(t)
+	w.seed(map[string]string{"f": "0\n"})
+	w.mount()
+	w.cowfs("turn", "begin")
+	w.sh("echo 1 > g")
+	w.cowfs("turn", "end")
+	w.sh("echo edited > f") // no turn open
+	w.rollbackDry("1")
+	w.sh("echo edited again > f")
+	w.cowfs("turn", "begin")
+	w.cowfs("turn", "end")
+	if ev := w.outsideEvents(); len(ev) != 0 {
+		t.Errorf("changes through the mount reported as outside it: %+v", ev)
+	}
+}
