@@ -208,6 +208,9 @@ type PathAction struct {
 	// and the kernel's writeback of that page, which also carried bytes
 	// cached before the restore, was refused (the writer got EIO).
 	Note string `json:"note,omitempty"`
+	// Retried: an earlier rollback skipped changes to this path (a
+	// conflict, a failure) and this one, the cause gone, undid them.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // RollbackCounts sums a rollback's paths: files (and every other

@@ -144,8 +144,14 @@ type exporter struct {
 // the latest turn that changed it began.
 func (x *exporter) paths(turns []journal.Turn) error {
 	latest := map[string]uint64{}
+	live := map[uint64]bool{}
+	for _, t := range turns {
+		live[t.Num] = true
+	}
 	err := x.j.Scan(0, 0, false, func(r *journal.Record) error {
-		if r.Turn == 0 || r.Group != 0 || r.Kind == journal.KindEvent || r.Kind == journal.KindOutside {
+		// (A change of a forgotten turn that a rollback skipped stays
+		// in effect: journal.Settle. It is no live turn's.)
+		if !live[r.Turn] || r.Group != 0 || r.Kind == journal.KindEvent || r.Kind == journal.KindOutside {
 			return nil
 		}
 		for _, p := range []string{r.Path, r.Path2} {

@@ -183,7 +183,7 @@ func resultOf(o *rollback.Outcome, unrevert bool) ctl.RollbackResult {
 		Complete: o.Complete, Failure: o.Failure}
 	for _, a := range o.Report {
 		r.Paths = append(r.Paths, ctl.PathAction{Path: ctl.Path(a.Path), Action: a.Action, Type: typeName(a.Type),
-			Reason: a.Reason, From: ctl.Path(a.From), To: ctl.Path(a.To)})
+			Reason: a.Reason, From: ctl.Path(a.From), To: ctl.Path(a.To), Retried: a.Retried})
 	}
 	if o.Marker != nil && !unrevert {
 		m := markerOf(*o.Marker)

@@ -21,7 +21,9 @@
 //
 // Records are numbered by a global sequence that never goes back. A
 // turn owns the records whose sequence falls in [StartSeq, EndSeq);
-// records between turns belong to no turn (turn 0, "outside a turn").
+// records between turns belong to no turn (turn 0, "outside a turn"),
+// but for the changes of forgotten turns that a rollback skipped, which
+// keep their turn's number until a rollback undoes them (settle.go).
 // docs/journal-format.md documents the bytes and carries the format
 // version; bump FormatVersion when they change.
 //

@@ -22,10 +22,17 @@ func (j *Journal) forget(recs []*Record, dropAside func(string) error) error {
 // The workspace sits before the top rollback's target: the turns from
 // there on are forgotten, with every record the top rollback undid and
 // its own records (the records of the rollbacks below it lie inside its
-// range: it undid them too). Records it skipped stay, as changes outside
-// a turn (they are still in effect, and no turn owns them). Records
-// before its range are untouched: their turns are live, even if a
-// rollback lower in the stack had reverted them.
+// range: it undid them too). Records before its range are untouched:
+// their turns are live, even if a rollback lower in the stack had
+// reverted them.
+//
+// Records it skipped stay as they are (see Kept): they are still in
+// effect, and a rollback that covers them tries them again (the dsh
+// design's rule: skipped records are kept and retried next time). One
+// skipped for a failure or for what its path held is undone once the
+// cause is gone; one skipped because a change outside the rolled-back
+// turns touched the same file stays in conflict with that change, which
+// stays in the journal too, for as long as the change is in effect.
 //
 // It returns the aside names the forgotten records held, for the
 // caller to free when it likes: a rollback of a large tree keeps
@@ -75,11 +82,9 @@ func (j *Journal) Settle() (asides []string, err error) {
 
 // finishSettle does Settle's work on a stack marked settling, batch by
 // batch, so that a turn of 150,000 records is forgotten in bounded
-// memory; run again after a crash, it finds what it did done. Records
-// the top rollback skipped are relabelled before anything is deleted: a
-// crash in between leaves them as changes outside a turn, which is what
-// they become anyway. The turns and rollbacks go last, once no record
-// of theirs is left.
+// memory; run again after a crash, it finds what it did done. The turns
+// and rollbacks go last, once no record of theirs is left but those
+// kept.
 func (j *Journal) finishSettle(rbs []Rollback) (asides []string, err error) {
 	top := rbs[len(rbs)-1]
 	skipped := make(map[uint64]bool, len(top.Skipped))
@@ -87,21 +92,6 @@ func (j *Journal) finishSettle(rbs []Rollback) (asides []string, err error) {
 		skipped[s] = true
 	}
 	kept := func(r *Record) bool { return r.Seq < top.To && skipped[r.Seq] }
-	err = j.scanBatches(top.From, 0, func(r *Record) bool { return kept(r) && (r.Turn != 0 || r.Group != 0) },
-		func(keep []*Record) error {
-			wb := j.db.NewWriteBatch()
-			defer wb.Cancel()
-			for _, r := range keep {
-				r.Turn, r.Group = 0, 0
-				if err := wb.Set(recordKey(r.Seq), encodeRecord(nil, r)); err != nil {
-					return err
-				}
-			}
-			return wb.Flush()
-		})
-	if err != nil {
-		return nil, fmt.Errorf("journal: settle rollbacks: %w", err)
-	}
 	err = j.scanBatches(top.From, 0, func(r *Record) bool { return !kept(r) && (r.Seq < top.To || r.Group == top.ID) },
 		func(drop []*Record) error {
 			for _, r := range drop {
@@ -185,4 +175,36 @@ func (j *Journal) AsideNames() (map[string]bool, error) {
 		return nil
 	})
 	return names, err
+}
+
+// Kept tells the records Settle kept — changes of forgotten turns, and
+// undo records of forgotten rollbacks, that the top rollback skipped
+// and that stay in effect — from the rest.
+type Kept struct{ turns, rollbacks map[uint64]bool }
+
+// Kept returns what tells kept records now: the turns and rollbacks the
+// journal holds.
+func (j *Journal) Kept() (Kept, error) {
+	k := Kept{turns: map[uint64]bool{}, rollbacks: map[uint64]bool{}}
+	ts, err := j.Turns()
+	if err != nil {
+		return k, err
+	}
+	for _, t := range ts {
+		k.turns[t.Num] = true
+	}
+	rbs, err := j.Rollbacks()
+	if err != nil {
+		return k, err
+	}
+	for _, r := range rbs {
+		k.rollbacks[r.ID] = true
+	}
+	return k, nil
+}
+
+// Is reports whether a record of turn and group (Record.Turn, .Group)
+// was kept: its turn or its rollback is forgotten, it is not.
+func (k Kept) Is(turn, group uint64) bool {
+	return turn != 0 && !k.turns[turn] || group != 0 && !k.rollbacks[group]
 }

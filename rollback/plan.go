@@ -145,6 +145,9 @@ type planner struct {
 	// seen holds what the rescan just before planning saw at the paths
 	// it tracks (env.Rescan); nil without one.
 	seen *journal.FingerprintView
+	// notInEffect are the changes outside the turns that are no longer
+	// in effect (undone.go).
+	notInEffect map[uint64]bool
 }
 
 // done lets go of what planning held open.
@@ -167,6 +170,7 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 		p.seen = p.env.Journal.ViewFingerprints()
 	}
 	conflictIno, conflictPath := p.conflicts(recs)
+	p.dropUndone(recs, conflictIno) // conflicts that have gone away (undone.go)
 	changes := 0
 	for i := range recs {
 		if recs[i].Kind != journal.KindEvent {

@@ -28,6 +28,9 @@ type PathAction struct {
 	// path, or the object deleted from Path moves To another.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// Retried: an earlier rollback skipped changes to this path, and
+	// this one undoes them (retry.go). Never on a skip.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // Counts sums a report: files (and other non-directories) by action, and
@@ -95,6 +98,9 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	reasons := map[string]string{}
 	plan.eachStep(0, func(_ int, s *Step) error {
 		switch {
+		case p.notInEffect[s.Seq]:
+			// A change outside the turns that is no longer in effect:
+			// not undone, and no reason to skip the path.
 		case s.Skip != "":
 			for _, path := range []string{s.Path, s.Path2} {
 				if path != "" && !aside.Private(path) && reasons[path] == "" {
@@ -128,6 +134,7 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	for path := range outside {
 		reasons[path] = reasonOutsideMount
 	}
+	retried := p.retried(plan, recs)
 	out := make([]PathAction, 0, len(candidates))
 	deleted, recovered := map[uint64]int{}, map[uint64]int{}
 	for path, recType := range candidates {
@@ -149,6 +156,7 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		default:
 			continue
 		}
+		a.Retried = a.Action != Skip && retried[path]
 		if nowOK {
 			a.Type = p.types[path]
 		} else {

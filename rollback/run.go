@@ -468,7 +468,7 @@ func applySkips(report []PathAction, reasons map[string]string) []PathAction {
 	seen := map[string]bool{}
 	for i := range out {
 		if r, ok := reasons[out[i].Path]; ok {
-			out[i].Action, out[i].Reason = Skip, r
+			out[i].Action, out[i].Reason, out[i].Retried = Skip, r, false
 			seen[out[i].Path] = true
 		}
 	}

@@ -37,6 +37,11 @@ and a path that fails again is skipped and reported ("failed, skipped on
 retry"), its change left in effect, so one such path never blocks the rest.
 Only a journal that cannot record stops a retry again.
 
+Skipped changes are retried: they stay the turn's, and the next rollback that
+covers them undoes them once the cause is gone (the failure, or the change
+outside the turns, put back by whoever made it), without --force; it lists
+those paths as retried.
+
 Pages written through shared mappings are written back before the rollback
 plans, so those writes count as changes outside turns. A write through a
 mapping made during the rollback is refused if it would bring back bytes from
@@ -88,13 +93,15 @@ func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 	fmt.Println(rollbackSummary(res))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, p := range res.Paths {
-		if opts.verbose || res.DryRun || p.Action == ctl.ActionSkip || p.Note != "" {
+		if opts.verbose || res.DryRun || p.Action == ctl.ActionSkip || p.Note != "" || p.Retried {
 			reason := ""
 			switch {
 			case p.Reason != "":
 				reason = "\t(" + shown(p.Reason) + ")"
 			case p.Note != "":
 				reason = "\t(" + shown(p.Note) + ")"
+			case p.Retried:
+				reason = "\t(retried: an earlier rollback skipped it)"
 			case p.From != "":
 				reason = "\t(renamed back from " + shownPath(p.From) + ")"
 			case p.To != "":
