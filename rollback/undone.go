@@ -54,10 +54,12 @@ type outsideInPlace struct {
 func (p *planner) dropUndone(recs []rec, inos map[uint64]string) {
 	// Most conflicts are not in place: then there is nothing to prove,
 	// and no namespace to walk back.
+	// (Records the top of a stack settled are neither: stack.go.)
+	outsider := func(r *rec) bool { return !p.undoes(r) && !p.isSettled(r) && r.Kind != journal.KindEvent }
 	found := false
 	for i := range recs {
 		r := &recs[i]
-		if _, ok := inos[r.Ino]; ok && !p.undoes(r) && inPlace(r) {
+		if _, ok := inos[r.Ino]; ok && outsider(r) && inPlace(r) {
 			found = true
 			break
 		}
@@ -77,7 +79,7 @@ func (p *planner) dropUndone(recs []rec, inos map[uint64]string) {
 	}
 	last := -1
 	for i := range recs {
-		if !p.undoes(&recs[i]) && recs[i].Kind != journal.KindEvent {
+		if outsider(&recs[i]) {
 			last = i
 		}
 	}
@@ -85,6 +87,10 @@ func (p *planner) dropUndone(recs []rec, inos map[uint64]string) {
 	for i := range recs[:last+1] {
 		r := &recs[i]
 		if r.Kind == journal.KindEvent {
+			continue
+		}
+		if p.isSettled(r) {
+			past.undo(r)
 			continue
 		}
 		ids := []uint64{r.Ino, r.Ino2}
