@@ -213,6 +213,11 @@ export interface PathAction {
    * was refused (the writer got EIO).
    */
   note?: string;
+  /**
+   * An earlier rollback skipped changes to this path (a conflict, a
+   * failure) and this one, the cause gone, undid them.
+   */
+  retried?: boolean;
 }
 
 /** A rollback's paths summed: files (and other non-directories) by action, directories removed and recreated. */
@@ -234,6 +239,13 @@ export interface Marker {
   created_at: string;
   /** At most 160 characters for the model: later messages were removed and the files restored. */
   note: string;
+  /**
+   * The markers this one superseded, oldest turn first: those that stood at
+   * or after its turn when its rollback was made. The conversation from its
+   * anchor on is cut, their notes with it; an unrevert puts them back. Their
+   * own `replaces` are left out.
+   */
+  replaces?: Marker[];
 }
 
 /** The reply to a rollback or an unrevert. */

@@ -118,6 +118,7 @@ const pathAction: Shape<T.PathAction> = {
   from: opt("string"),
   to: opt("string"),
   note: opt("string"),
+  retried: opt("boolean"),
 };
 
 const counts: Shape<T.RollbackCounts> = {
@@ -135,7 +136,11 @@ const marker: Shape<T.Marker> = {
   anchor: opt("string"),
   created_at: "string",
   note: "string",
+  replaces: { optional: { array: { object: {} as Shape<T.Marker> } } },
 };
+// The markers a marker replaced are markers (whose own replaces the
+// server leaves out).
+marker.replaces.optional.array.object = marker;
 
 const rollbackResult: Shape<T.RollbackResult> = {
   target: "number",

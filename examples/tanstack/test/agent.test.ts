@@ -272,7 +272,9 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
     await agent.input("/undo"); // before message 2
     assert.deepEqual(await tree(w), snap.m1);
     assert.deepEqual(agent.messages, convo.m1);
-    assert.deepEqual(await markers(), ["msg-2", "msg-3"]);
+    // One marker per conversation point: the cut at message 2 replaces
+    // the one at message 3.
+    assert.deepEqual(await markers(), ["msg-2"]);
     // Forward again, to before message 3: message 2 and its files come back.
     assert.equal(await agent.input("/revert msg-3"), "Reverted to before msg-3. Files restored: 3");
     assert.deepEqual(await tree(w), snap.m2);
@@ -281,7 +283,7 @@ describe("a TanStack AI coding agent on a cowfs workspace", { skip: fuseSkip() }
     assert.equal(await agent.input("/redo"), "Redid. Files restored: 3");
     assert.deepEqual(await tree(w), snap.m1);
     assert.deepEqual(agent.messages, convo.m1);
-    assert.deepEqual(await markers(), ["msg-2", "msg-3"]);
+    assert.deepEqual(await markers(), ["msg-2"]);
     // Two rollbacks undone: before message 2 (3 files), before message 3 (4).
     assert.equal(await agent.input("/unrevert"), "Unreverted. Files restored: 7");
     assert.deepEqual(await tree(w), snap.m3);
