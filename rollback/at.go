@@ -24,36 +24,79 @@ type Version struct {
 // ErrNoPreimage: the journal cannot say what a path held.
 var ErrNoPreimage = errors.New("no pre-image in the journal")
 
-// Find returns what path held when recs began. recs are every record
-// from that time to now, newest first; asidePath maps an aside name to
-// its backing-relative path; rootDev is the backing root's device.
-func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
+// At is the workspace as it was when a run of records began, for
+// reading many paths of that time (a diff's files, an export's paths):
+// the records are undone once, and each lookup costs the depth of its
+// path, where Find undoes them all again for each.
+type At struct {
+	tree    *backing.Tree
+	recs    []*journal.Record
+	past    *past
+	rootDev uint64
+	// byIno holds the Data and Attr records of each inode, newest
+	// first (At's, made by NewAt; nil for Find's single lookup, which
+	// scans recs instead).
+	byIno map[uint64][]*journal.Record
+}
+
+// NewAt returns the workspace as it was when recs began. recs are every
+// record from that time to now, newest first, and must stay unchanged
+// while At is used; asidePath maps an aside name to its
+// backing-relative path; rootDev is the backing root's device.
+func NewAt(t *backing.Tree, recs []*journal.Record, asidePath func(string) string, rootDev uint64) *At {
+	a := at(t, recs, asidePath, rootDev)
+	a.byIno = map[uint64][]*journal.Record{}
+	for _, r := range recs {
+		if r.Kind == journal.KindData || r.Kind == journal.KindAttr {
+			a.byIno[r.Ino] = append(a.byIno[r.Ino], r)
+		}
+	}
+	return a
+}
+
+func at(t *backing.Tree, recs []*journal.Record, asidePath func(string) string, rootDev uint64) *At {
 	p := newPast(asidePath)
 	for _, r := range recs {
 		s := slim(r)
 		p.undo(&s)
 	}
-	e := p.lookup(path)
+	return &At{tree: t, recs: recs, past: p, rootDev: rootDev}
+}
+
+// Find returns what path held when recs began (see NewAt).
+func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
+	return at(t, recs, asidePath, rootDev).Find(path)
+}
+
+// Find returns what path held at a's time.
+func (a *At) Find(path string) (Version, error) {
+	e := a.past.lookup(path)
 	if e.absent {
 		return Version{}, nil
 	}
 	if e.vanished() {
 		return Version{}, fmt.Errorf("%s: %w", path, ErrNoPreimage)
 	}
-	st, err := t.Lstat(e.loc)
+	st, err := a.tree.Lstat(e.loc)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) && e.loc == path {
-			// Nothing records a change to path, yet it is gone: it
-			// never existed, or it went outside the mount.
+		if !e.kept && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR)) {
+			// Nothing records a change to the path, or to the
+			// directory it followed, that took an object away from
+			// where it is followed to; yet nothing is there: nothing
+			// was there then either, or it went outside the mount.
 			return Version{}, nil
 		}
 		return Version{}, fmt.Errorf("%s: %w", path, err)
 	}
 	v := Version{Exists: true, Type: st.Mode & syscall.S_IFMT, Loc: e.loc, Ino: e.ino}
 	if v.Ino == 0 {
-		v.Ino = journal.InodeID(st.Dev, st.Ino, rootDev)
+		v.Ino = journal.InodeID(st.Dev, st.Ino, a.rootDev)
 	}
-	for _, r := range recs {
+	if a.byIno != nil {
+		v.Undo = a.byIno[v.Ino]
+		return v, nil
+	}
+	for _, r := range a.recs {
 		if r.Ino == v.Ino && (r.Kind == journal.KindData || r.Kind == journal.KindAttr) {
 			v.Undo = append(v.Undo, r)
 		}

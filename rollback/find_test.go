@@ -8,6 +8,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
+	"golang.org/x/sys/unix"
 )
 
 // TestFind: what a path held when a turn began (cat --at, diff) is
@@ -87,4 +88,82 @@ func TestFind(t *testing.T) {
 			t.Errorf("turn %d %s = %q, %v; want %q", c.turn.Num, c.path, got, err, c.want)
 		}
 	}
+}
+
+// TestFindThroughLaterRenames (#32, case 3): a path that held nothing
+// when a turn began, inside a directory that a later turn renamed (or
+// whose parent it renamed, or that it exchanged), held nothing: Find
+// followed the directory to its new name, found nothing there and
+// reported an error ("open lib/b.js") instead.
+func TestFindThroughLaterRenames(t *testing.T) {
+	for _, c := range []struct {
+		name, base string
+		rename     func(w *ws)
+	}{
+		{"parent", "src", func(w *ws) { w.rename("src", "lib", 0) }},
+		{"grand-parent", "top/src", func(w *ws) { w.rename("top", "up", 0) }},
+		{"exchange", "src", func(w *ws) { w.rename("src", "other", unix.RENAME_EXCHANGE) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWS(t)
+			b := c.base
+			w.put(b+"/a.js", "a0")
+			w.put(b+"/b.js", "b0")
+			w.put("other/o.js", "o0")
+			t1 := w.turn(func() {
+				w.write(b+"/a.js", 0, "a1")
+				w.remove(b + "/b.js")
+				w.create(b+"/n.js", "n1")
+			})
+			t2 := w.turn(func() { c.rename(w) })
+			for _, q := range []struct {
+				turn journal.Turn
+				path string
+				want string // "-": did not exist
+			}{
+				{t1, b + "/a.js", "a0"},
+				{t1, b + "/b.js", "b0"},
+				{t1, b + "/n.js", "-"},
+				{t1, "other/o.js", "o0"},
+				{t2, b + "/a.js", "a1"},
+				{t2, b + "/b.js", "-"},
+				{t2, b + "/n.js", "n1"},
+				{t2, "other/o.js", "o0"},
+				{t2, "other/b.js", "-"},
+			} {
+				got, err := w.readAt(q.turn, q.path)
+				if err != nil || got != q.want {
+					t.Errorf("turn %d %s = %q, %v; want %q", q.turn.Num, q.path, got, err, q.want)
+				}
+			}
+		})
+	}
+}
+
+// readAt returns what p held when turn began, "-" if nothing.
+func (w *ws) readAt(turn journal.Turn, p string) (string, error) {
+	w.t.Helper()
+	var recs []*journal.Record
+	if err := w.j.Scan(turn.StartSeq, 0, true, func(r *journal.Record) error { recs = append(recs, r); return nil }); err != nil {
+		w.t.Fatal(err)
+	}
+	v, err := Find(w.env.Tree, recs, p, func(n string) string { return aside.Prefix + n }, w.dev)
+	switch {
+	case err != nil:
+		return "", err
+	case !v.Exists:
+		return "-", nil
+	case v.Type != syscall.S_IFREG:
+		return "", errors.New("not a file")
+	}
+	tmp, err := os.CreateTemp(w.t.TempDir(), "v")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer tmp.Close()
+	if err := v.Materialize(w.env.Tree, w.j, tmp); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(tmp.Name())
+	return string(b), err
 }

@@ -36,6 +36,12 @@ type entry struct {
 	gone   bool   // an object was there, new in its epoch, since removed without being kept
 	loc    string // backing-relative path of the object today (live or aside; "" is the root)
 	ino    uint64 // its identity, when known from a record (0: stat loc)
+	// kept: loc is where a record kept the object (the aside area, or
+	// where a later record took it from there), so something must be
+	// there. Otherwise loc is the path followed into the present —
+	// itself, or beneath a directory that moved — and if nothing is
+	// there now, nothing was there then: no record says it left.
+	kept bool
 }
 
 func newPast(aside func(string) string) *past {
@@ -93,7 +99,7 @@ func (p *past) undo(r *rec) {
 		// its create record, further back, makes the path absent.
 		e := entry{ino: r.Ino, gone: r.Aside == ""}
 		if r.Aside != "" {
-			e.loc = p.fromAside(r.Aside, r.Path)
+			e.loc, e.kept = p.fromAside(r.Aside, r.Path), true
 		}
 		p.set(r.Path, e)
 	case journal.KindRename:
@@ -114,7 +120,7 @@ func (p *past) undo(r *rec) {
 		p.set(from, moved)
 		switch {
 		case r.Aside != "":
-			p.set(to, entry{loc: p.fromAside(r.Aside, to), ino: r.Ino2})
+			p.set(to, entry{loc: p.fromAside(r.Aside, to), ino: r.Ino2, kept: true})
 		case r.Ino2 != 0:
 			p.set(to, entry{ino: r.Ino2, gone: true}) // replaced, and gone for good
 		default:

@@ -42,7 +42,7 @@ func (p *mapPast) undo(r *journal.Record) {
 	case journal.KindRemove:
 		e := entry{ino: r.Ino, gone: r.Aside == ""}
 		if r.Aside != "" {
-			e.loc = p.fromAside(r.Aside, r.Path)
+			e.loc, e.kept = p.fromAside(r.Aside, r.Path), true
 		}
 		p.entries[r.Path] = e
 	case journal.KindRename:
@@ -62,7 +62,7 @@ func (p *mapPast) undo(r *journal.Record) {
 		p.entries[from] = moved
 		switch {
 		case r.Aside != "":
-			p.entries[to] = entry{loc: p.fromAside(r.Aside, to), ino: r.Ino2}
+			p.entries[to] = entry{loc: p.fromAside(r.Aside, to), ino: r.Ino2, kept: true}
 		case r.Ino2 != 0:
 			p.entries[to] = entry{ino: r.Ino2, gone: true}
 		default:

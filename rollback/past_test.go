@@ -23,13 +23,13 @@ func TestPast(t *testing.T) {
 	}
 	cases := map[string]entry{
 		"g":     {absent: true},
-		"f":     {loc: ".cowfs/aside/a1", ino: 7},
+		"f":     {loc: ".cowfs/aside/a1", ino: 7, kept: true},
 		"d":     {loc: "e"},
 		"d/x/y": {loc: "e/x/y"},
 		"e":     {absent: true},
 		"e/x":   {absent: true},
 		"t":     {loc: "u"},
-		"u":     {loc: ".cowfs/aside/a2", ino: 9},
+		"u":     {loc: ".cowfs/aside/a2", ino: 9, kept: true},
 		"other": {loc: "other"},
 	}
 	for path, want := range cases {
