@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -51,6 +52,7 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 	// lands in between.
 	type versions struct {
 		c        journal.Change
+		oldPath  string // where c's object was when the range began ("": nowhere)
 		old, new version
 	}
 	var files []versions
@@ -65,6 +67,10 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 		if err != nil {
 			return err
 		}
+		// The changes name paths as the range left them (a removed
+		// file's follows its directory); origins follows the same
+		// records to where each was when the range began.
+		var origins rollback.Origins
 		var stepSeen bool
 		for i := len(all) - 1; i >= 0; i-- {
 			r := all[i]
@@ -84,6 +90,7 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 			}
 			if r.Kind != journal.KindEvent && r.Group == 0 {
 				inRange = append(inRange, r)
+				origins.Add(r)
 			}
 		}
 		if req.Step != "" {
@@ -96,16 +103,21 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 			}
 			out.To = "end of the step"
 		}
+		// Both ends of the range, each undone once for all its files.
+		then := rollback.NewAt(d.tree, since(all, fromSeq), d.area.Path, d.rootDev)
+		end := rollback.NewAt(d.tree, nil, d.area.Path, d.rootDev) // now
+		if toSeq != 0 {
+			end = rollback.NewAt(d.tree, since(all, toSeq), d.area.Path, d.rootDev)
+		}
 		for _, c := range visible(journal.Changes(inRange)) {
-			oldPath := c.Path
-			if c.From != "" {
-				oldPath = c.From
-			}
 			v := versions{c: c}
-			if v.old, err = s.versionAt(all, fromSeq, oldPath); err != nil {
-				return err
+			var ok bool
+			if v.oldPath, ok = origins.Of(c.Path); ok {
+				if v.old, err = s.versionAt(then, v.oldPath); err != nil {
+					return err
+				}
 			}
-			if v.new, err = s.versionAt(all, toSeq, c.Path); err != nil {
+			if v.new, err = s.versionAt(end, c.Path); err != nil {
 				return err
 			}
 			files = append(files, v)
@@ -116,9 +128,15 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 		return ctl.Diff{}, apiError(err)
 	}
 	for _, f := range files {
-		out.Files = append(out.Files, diffFile(f.c, f.old, f.new, req.Stat))
+		out.Files = append(out.Files, diffFile(f.c, f.oldPath, f.old, f.new, req.Stat))
 	}
 	return out, nil
+}
+
+// since returns the records of recs (newest first) at or after seq.
+func since(recs []*journal.Record, seq uint64) []*journal.Record {
+	n := sort.Search(len(recs), func(i int) bool { return recs[i].Seq < seq })
+	return recs[:n]
 }
 
 // version is one side of a file's diff.
@@ -130,20 +148,10 @@ type version struct {
 	target   string // symlinks
 }
 
-// versionAt reads path as it was at record seq (0: now). recs are every
-// record from the diff's start to now, newest first.
-func (s *service) versionAt(recs []*journal.Record, seq uint64, path string) (version, error) {
+// versionAt reads path as it was at at's time.
+func (s *service) versionAt(at *rollback.At, path string) (version, error) {
 	d := s.d
-	var since []*journal.Record
-	if seq != 0 {
-		for _, r := range recs {
-			if r.Seq < seq {
-				break
-			}
-			since = append(since, r)
-		}
-	}
-	v, err := rollback.Find(d.tree, since, path, d.area.Path, d.rootDev)
+	v, err := at.Find(path)
 	if err != nil || !v.Exists {
 		return version{}, err
 	}
@@ -186,9 +194,19 @@ func (s *service) versionAt(recs []*journal.Record, seq uint64, path string) (ve
 	return out, nil
 }
 
-// diffFile compares the two versions of a changed path.
-func diffFile(c journal.Change, old, new version, stat bool) ctl.DiffFile {
-	f := ctl.DiffFile{Path: ctl.Path(c.Path), From: ctl.Path(c.From), Status: c.Kind}
+// diffFile compares the two versions of a changed path; oldPath is
+// where the old one was.
+func diffFile(c journal.Change, oldPath string, old, new version, stat bool) ctl.DiffFile {
+	f := ctl.DiffFile{Path: ctl.Path(c.Path), Status: c.Kind}
+	if c.Kind == journal.Renamed {
+		// Where it was when the range began: c.From is where the
+		// rename found it, which may itself have moved with a
+		// directory earlier in the range.
+		f.From = ctl.Path(c.From)
+		if oldPath != "" {
+			f.From = ctl.Path(oldPath)
+		}
+	}
 	switch {
 	case old.exists && !new.exists && c.Kind != journal.Deleted:
 		f.Status = journal.Deleted
@@ -219,10 +237,7 @@ func diffFile(c journal.Change, old, new version, stat bool) ctl.DiffFile {
 		}
 	}
 	a, b := lines(old.content), lines(new.content)
-	fromName, toName := "a/"+c.Path, "b/"+c.Path
-	if c.From != "" {
-		fromName = "a/" + c.From
-	}
+	fromName, toName := "a/"+oldPath, "b/"+c.Path
 	if !old.exists {
 		fromName = "/dev/null"
 	}

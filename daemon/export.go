@@ -178,12 +178,13 @@ func (x *exporter) paths(turns []journal.Turn) error {
 			recs = append(recs, r)
 			return nil
 		})
+		at := rollback.NewAt(x.tree, recs, func(name string) string { return aside.Prefix + name }, x.rootDev)
 		for _, p := range paths {
 			e := ExportedPath{Path: ctl.Path(p), Turn: t.Num}
 			if err != nil {
 				e.State, e.Problem = "unreadable", fmt.Sprintf("the records since turn %d began: %v", t.Num, err)
 			} else {
-				x.one(&e, recs, p)
+				x.one(&e, at, p)
 			}
 			if e.State == "unreadable" {
 				x.rep.Unreadable++
@@ -194,11 +195,10 @@ func (x *exporter) paths(turns []journal.Turn) error {
 	return nil
 }
 
-// one fills in e: what p held when the records recs (newest first)
-// began.
-func (x *exporter) one(e *ExportedPath, recs []*journal.Record, p string) {
+// one fills in e: what p held at at's time.
+func (x *exporter) one(e *ExportedPath, at *rollback.At, p string) {
 	fail := func(err error) { e.State, e.Problem = "unreadable", err.Error() }
-	v, err := rollback.Find(x.tree, recs, p, func(name string) string { return aside.Prefix + name }, x.rootDev)
+	v, err := at.Find(p)
 	if err != nil {
 		fail(err)
 		return
