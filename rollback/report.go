@@ -95,12 +95,20 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		}
 	}
 	restored := map[uint64]bool{}
-	reasons := map[string]string{}
+	// A path's reason is its first skipped step's — but a directory's
+	// times (a skipped change outside a turn to its entries) explain
+	// less than why the directory itself stays (it is not empty), and
+	// give way to it.
+	reasons, timesOnly := map[string]string{}, map[string]string{}
 	plan.eachStep(0, func(_ int, s *Step) error {
 		switch {
 		case p.notInEffect[s.Seq]:
 			// A change outside the turns that is no longer in effect:
 			// not undone, and no reason to skip the path.
+		case s.Skip != "" && s.Op == opAttr && s.Dir:
+			if !aside.Private(s.Path) && timesOnly[s.Path] == "" {
+				timesOnly[s.Path] = s.Skip
+			}
 		case s.Skip != "":
 			for _, path := range []string{s.Path, s.Path2} {
 				if path != "" && !aside.Private(path) && reasons[path] == "" {
@@ -112,6 +120,11 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		}
 		return nil
 	})
+	for path, why := range timesOnly {
+		if reasons[path] == "" {
+			reasons[path] = why
+		}
+	}
 	// A path changed outside the mount that no step puts back is left
 	// as it is, and the user must hear of it.
 	// (Only the paths of such records are looked for among the steps':
