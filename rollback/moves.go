@@ -147,6 +147,22 @@ func (x *executor) recoverInto(s *Step, sl *slot) error {
 	return x.move(rec, from, sl, unix.RENAME_NOREPLACE, ast, s.Ino)
 }
 
+// keptThere checks that the aside area holds the inode step s brings
+// back, as recoverInto will.
+func (x *executor) keptThere(s *Step) error {
+	ast, err := x.env.Aside.Stat(s.Aside)
+	if errors.Is(err, os.ErrNotExist) {
+		return skipError{reason: reasonNoAside}
+	}
+	if err != nil {
+		return err
+	}
+	if err := x.isKept(s, ast); err != nil {
+		return skipError{reasonAsideChanged, aside.Prefix + s.Aside + ": " + err.Error()}
+	}
+	return nil
+}
+
 // isKept checks that the aside entry of step s (stat st) is the inode
 // its record kept: the same inode number and, since a filesystem hands
 // a freed number out again, the same type — so nothing put there
@@ -196,6 +212,16 @@ func (x *executor) renameBack(s *Step) error {
 			return skipError{reasonMismatch, fmt.Sprintf("%s is inode %d, not %d", s.Path, id, s.Ino)}
 		case okA:
 			return skipError{reason: reasonOccupied}
+		case dst.dir < 0 && dst.area == "":
+			return skipError{reasonMismatch, fmt.Sprintf("the directory of %s is missing, or not a directory", s.Path2)}
+		}
+		if s.Aside != "" {
+			// The target it replaced must come back too: if it cannot,
+			// the rename stays as well, and the step is skipped whole
+			// (a skipped record stays in effect, all of it).
+			if err := x.keptThere(&Step{Seq: s.Seq, Ino: s.Ino2, Aside: s.Aside}); err != nil {
+				return err
+			}
 		}
 		if err := x.log.dirent(src); err != nil {
 			return err

@@ -208,6 +208,9 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 			if skip == "" {
 				skip = s.Skip
 			}
+			if skip == "" {
+				skip = p.foresee(now, s) // what the executor will find (foresee.go)
+			}
 			s.Skip = skip
 			pl.Steps = append(pl.Steps, *s)
 		}
@@ -348,9 +351,6 @@ func (p *planner) step(now *past, r *rec) (*Step, error) {
 			s.Skip = reasonMismatch
 		}
 		s.Op, s.Ino, s.Type = opRemove, id, p.typeOf(e, r.Type)
-		if s.Skip == "" && s.Type == syscall.S_IFDIR && p.holdsEntries(now, r.Path) {
-			s.Skip = reasonNotEmpty // as the executor will find it (emptydir.go)
-		}
 	case journal.KindRemove:
 		if r.Aside == "" {
 			return nil, nil // created in the same epoch: its creation's undo covers it

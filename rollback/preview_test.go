@@ -1,7 +1,10 @@
 package rollback
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -21,7 +24,11 @@ func previewLines(o *Outcome) string {
 	}
 	sort.Strings(lines)
 	c, _ := json.Marshal(o.Counts)
-	return strings.Join(append(lines, string(c)), "\n")
+	lines = append(lines, string(c))
+	if !o.Complete {
+		lines = append(lines, "stopped: "+o.Failure)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // previewThenRun rolls back to before turn, first dry and then for
@@ -33,9 +40,25 @@ func (w *ws) previewThenRun(to journal.Turn, force bool) *Outcome {
 	if err != nil {
 		w.t.Fatalf("dry run to before turn %d: %v", to.Num, err)
 	}
+	steps := w.planSteps(to, force)
+	// The steps the run skipped that the plan did not: where the two
+	// part, the first of them.
+	var warnings bytes.Buffer
+	saved := w.env.Log
+	w.env.Log = slog.New(slog.NewTextHandler(&warnings, nil))
 	real := w.rollback(to, force)
+	w.env.Log = saved
 	if got, want := previewLines(real), previewLines(dry); got != want {
-		w.t.Errorf("rollback to before turn %d (force %v) did not do what its dry run said:\ndry run:\n%s\nrun:\n%s", to.Num, force, want, got)
+		var recs []string
+		w.j.Scan(to.StartSeq, real.Rollback*0+w.j.NextSeq(), false, func(r *journal.Record) error {
+			if r.Kind != journal.KindEvent {
+				recs = append(recs, fmt.Sprintf("%d turn %d group %d: %v %q %q aside %q ino %d ino2 %d type %o flags %d",
+					r.Seq, r.Turn, r.Group, r.Kind, r.Path, r.Path2, r.Aside, r.Ino, r.Ino2, r.Type, r.Flags))
+			}
+			return nil
+		})
+		w.t.Errorf("rollback to before turn %d (force %v) did not do what its dry run said:\n%s\ndry run:\n%s\nrun:\n%s\nthe run's log:\n%s\nthe records:\n%s\nthe plan:\n%s",
+			to.Num, force, lineDiff(want, got), want, got, warnings.String(), strings.Join(recs, "\n"), steps)
 	}
 	return real
 }
@@ -78,3 +101,72 @@ func TestPreviewDirsHoldingOutsideFiles(t *testing.T) {
 }
 
 func writeFile(p, content string) error { return os.WriteFile(p, []byte(content), 0o644) }
+
+// lineDiff lists the lines only the dry run (-) or only the run (+) has.
+func lineDiff(dry, run string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	d, r := in(dry), in(run)
+	var out []string
+	for _, l := range strings.Split(dry, "\n") {
+		if !r[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range strings.Split(run, "\n") {
+		if !d[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// planSteps renders the plan a rollback to before turn would make now,
+// a step a line, as the dry run makes it.
+func (w *ws) planSteps(to journal.Turn, force bool) string {
+	w.t.Helper()
+	recs, err := scanBack(w.j, to.StartSeq, w.j.NextSeq())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	p := &planner{env: w.env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }}
+	defer p.done()
+	plan, err := p.build(recs)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var lines []string
+	var show func(indent string, s *Step)
+	show = func(indent string, s *Step) {
+		lines = append(lines, fmt.Sprintf("%s%d %s %q %q ino %d ino2 %d aside %q skip %q", indent, s.Seq, s.Op, s.Path, s.Path2, s.Ino, s.Ino2, s.Aside, s.Skip))
+		for i := range s.Covers {
+			show(indent+"  ", &s.Covers[i])
+		}
+	}
+	plan.eachStep(0, func(_ int, s *Step) error {
+		show("", s)
+		return nil
+	})
+	return strings.Join(lines, "\n")
+}
+
+// TestPreviewHardLinkNames: the report pairs an object leaving one path
+// with its coming back at another (a rename undone: to, from) only when
+// it knows which went where. Two names of a hard-linked inode leaving,
+// one coming back, were paired by map order: the dry run and the run
+// could name different pairs.
+func TestPreviewHardLinkNames(t *testing.T) {
+	w := newWS(t)
+	w.put("f", "linked")
+	t1 := w.turn(func() {
+		w.link("f", "g")
+		w.rename("f", "h", 0)
+	})
+	out := w.previewThenRun(t1, false)
+	wantReport(t, "rollback", out.Report, "f recover", "g delete", "h delete")
+}

@@ -149,7 +149,16 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	}
 	retried := p.retried(plan, recs)
 	out := make([]PathAction, 0, len(candidates))
+	// deleted and recovered: the entry in out of each identity leaving a
+	// path, and coming back at one; -1 where more than one does (the
+	// names of a hard-linked inode), so which went where is not known.
 	deleted, recovered := map[uint64]int{}, map[uint64]int{}
+	note := func(m map[uint64]int, id uint64, i int) {
+		if _, ok := m[id]; ok {
+			i = -1
+		}
+		m[id] = i
+	}
 	for path, recType := range candidates {
 		a := PathAction{Path: path}
 		nowID, nowOK := p.identity(entry{loc: path})
@@ -160,10 +169,10 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 			a.Action, a.Reason = Skip, reasons[path]
 		case nowOK && !thenOK:
 			a.Action = Delete
-			deleted[nowID] = len(out)
+			note(deleted, nowID, len(out))
 		case !nowOK && thenOK:
 			a.Action = Recover
-			recovered[thenID] = len(out)
+			note(recovered, thenID, len(out))
 		case nowOK && thenOK && (nowID != thenID || restored[nowID]):
 			a.Action = Restore
 		default:
@@ -183,7 +192,7 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	// An object leaving one path and coming back at another is a
 	// rename undone.
 	for id, d := range deleted {
-		if r, ok := recovered[id]; ok {
+		if r, ok := recovered[id]; ok && d >= 0 && r >= 0 {
 			out[d].To, out[r].From = out[r].Path, out[d].Path
 		}
 	}

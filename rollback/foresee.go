@@ -1,0 +1,135 @@
+package rollback
+
+import (
+	"io"
+	"path"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+)
+
+// The plan says what the run will do, so a dry run shows it: a step
+// the executor will find it cannot take is skipped in the plan, with
+// the reason the executor would give. step (plan.go) sees a path held
+// by another object or taken; foresee sees the rest — a directory that
+// will not be empty, a kept inode that will not be in the aside area, a
+// path whose directory will be missing, an exchange with nothing on one
+// side. Each is judged in the namespace the plan has reached at that
+// step (now), and in the order the executor checks (moves.go), so both
+// give the same first reason. A dry run that said "1 empty directory
+// removed, 2 skipped" where the run did 0 and 3 was a plan that did not
+// look.
+
+// foresee returns why step s, which the plan would run, will be
+// skipped by the executor, or "" if it will run.
+func (p *planner) foresee(now *past, s *Step) string {
+	switch s.Op {
+	case opRemove:
+		if s.Type == syscall.S_IFDIR && p.holdsEntries(now, s.Path) {
+			return reasonNotEmpty
+		}
+	case opRecover:
+		switch {
+		case !p.keptAside(now, s.Aside):
+			return reasonNoAside
+		case !p.inDir(now, s.Path):
+			return reasonMismatch
+		}
+	case opRename:
+		switch {
+		case !p.inDir(now, s.Path2):
+			return reasonMismatch
+		case s.Aside != "" && !p.keptAside(now, s.Aside):
+			return reasonNoAside // the target it replaced cannot come back
+		}
+	case opExchange:
+		if s.Ino2 == 0 { // nothing on the other side
+			return reasonMismatch
+		}
+	}
+	return ""
+}
+
+// holdsEntries reports whether directory dir, in the namespace now,
+// holds anything: an entry of the directory it is today that no record
+// moved, or one the records followed to or from elsewhere (past's
+// entries beneath it). What a turn did not make in it — files made
+// outside a turn, behind the mount, or by a change the plan skips — is
+// not the rollback's to take, and keeps it. It reads the directory as
+// the executor will, beneath the root; a directory it cannot read holds,
+// as far as the plan knows, nothing (the executor finds out).
+func (p *planner) holdsEntries(now *past, dir string) bool {
+	holds := func(name string) bool {
+		_, ok := p.identity(now.lookup(dir + "/" + name))
+		return ok
+	}
+	if n := now.node(dir, false); n != nil {
+		for name := range n.kids {
+			if holds(name) {
+				return true
+			}
+		}
+	}
+	e := now.lookup(dir)
+	if e.absent || e.vanished() {
+		return false
+	}
+	f, err := p.env.Tree.Open(e.loc, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(256)
+		for _, name := range names {
+			if holds(name) {
+				return true
+			}
+		}
+		if err != nil {
+			if err != io.EOF && p.env.Log != nil {
+				p.env.Log.Warn("reading a directory to plan its removal", "path", e.loc, "err", err)
+			}
+			return false
+		}
+	}
+}
+
+// keptAside reports whether the aside area will hold the entry name
+// (a later record, undone before, may have taken it out and put it back).
+func (p *planner) keptAside(now *past, name string) bool {
+	_, ok := p.identity(now.lookup(p.asidePath(name)))
+	return ok
+}
+
+// inDir reports whether the directory of p will be one: the executor
+// opens it beneath the root, through directories only, and a step into
+// a directory that is missing, a file or a symlink is skipped.
+func (p *planner) inDir(now *past, q string) bool {
+	if _, ok := aside.Name(q); ok {
+		return true // an entry of the area, which is there
+	}
+	d := path.Dir(q)
+	if d == "." {
+		return true
+	}
+	e := now.lookup(d)
+	if _, ok := p.identity(e); !ok {
+		return false
+	}
+	t, ok := p.types[e.loc]
+	if !ok || t == 0 {
+		if p.stat == nil {
+			p.stat = p.env.Tree.NewStater()
+		}
+		st, err := p.stat.Lstat(e.loc)
+		if err != nil {
+			return false
+		}
+		t = st.Mode & syscall.S_IFMT
+		p.types[e.loc] = t
+	}
+	return t == syscall.S_IFDIR
+}
