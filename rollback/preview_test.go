@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -169,4 +170,49 @@ func TestPreviewHardLinkNames(t *testing.T) {
 	})
 	out := w.previewThenRun(t1, false)
 	wantReport(t, "rollback", out.Report, "f recover", "g delete", "h delete")
+}
+
+// TestRollbackRenameIntoMissingDir: a rename undone into a directory
+// that is now a file (replaced behind the mount) is skipped, as the dry
+// run says; it stopped the rollback, partial, with "fstat g/f: bad
+// file descriptor".
+func TestRollbackRenameIntoMissingDir(t *testing.T) {
+	w := newWS(t)
+	w.put("d/f", "in d")
+	t1 := w.turn(func() { w.rename("d/f", "g", 0) })
+	w.outside("d", func(p string) error {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte("a file now"), 0o644)
+	})
+	out := w.previewThenRun(t1, false)
+	if !out.Complete || w.read("g") != "in d" {
+		t.Errorf("complete %v (%s); g holds %q", out.Complete, out.Failure, w.read("g"))
+	}
+	wantReport(t, "rollback", out.Report, "d skip (changed outside the mount)",
+		"d/f skip (not as the journal says: changed outside the mount)",
+		"g skip (not as the journal says: changed outside the mount)")
+}
+
+// TestRollbackRenameWithoutItsTarget: a rename that replaced a target,
+// whose kept inode has gone from the aside area, is not undone at all:
+// undoing it by halves moved the renamed file back and left its new
+// path empty, while the report said both were left as they were.
+func TestRollbackRenameWithoutItsTarget(t *testing.T) {
+	w := newWS(t)
+	w.put("a", "renamed")
+	w.put("b", "replaced")
+	t1 := w.turn(func() { w.rename("a", "b", 0) })
+	for _, name := range w.asideEntries() {
+		if err := os.Remove(w.abs(aside.Prefix + name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := w.previewThenRun(t1, false)
+	if w.exists("a") || !w.exists("b") || w.read("b") != "renamed" {
+		t.Errorf("after the rollback: a exists %v, b exists %v", w.exists("a"), w.exists("b"))
+	}
+	wantReport(t, "rollback", out.Report, "a skip (the kept inode is missing from the aside area)",
+		"b skip (the kept inode is missing from the aside area)")
 }
