@@ -67,10 +67,6 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 		if err != nil {
 			return err
 		}
-		// The changes name paths as the range left them (a removed
-		// file's follows its directory); origins follows the same
-		// records to where each was when the range began.
-		var origins rollback.Origins
 		var stepSeen bool
 		for i := len(all) - 1; i >= 0; i-- {
 			r := all[i]
@@ -90,7 +86,6 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 			}
 			if r.Kind != journal.KindEvent && r.Group == 0 {
 				inRange = append(inRange, r)
-				origins.Add(r)
 			}
 		}
 		if req.Step != "" {
@@ -110,10 +105,12 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 			end = rollback.NewAt(d.tree, since(all, toSeq), d.area.Path, d.rootDev)
 		}
 		for _, c := range visible(journal.Changes(inRange)) {
-			v := versions{c: c}
-			var ok bool
-			if v.oldPath, ok = origins.Of(c.Path); ok {
-				if v.old, err = s.versionAt(then, v.oldPath); err != nil {
+			// The changes name paths as the range left them (a removed
+			// file's follows its directory); the old version is read
+			// where what each is about was when the range began.
+			v := versions{c: c, oldPath: c.Origin}
+			if c.Origin != "" || c.Path == "" {
+				if v.old, err = s.versionAt(then, c.Origin); err != nil {
 					return err
 				}
 			}

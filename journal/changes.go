@@ -31,6 +31,12 @@ type Change struct {
 	// Outside: (some of) the change was made outside the mount and
 	// found by a rescan; what it destroyed is unknown.
 	Outside bool
+	// Origin is the path, when the run began, of what the change is
+	// about: its From or its Path then, followed back through renames
+	// of the directories above it — and, for a file a rename replaced
+	// (sed -i), of the file it replaced. A diff reads the old version
+	// there. "" for what is new (created), and for the root.
+	Origin string
 }
 
 // Changes folds records, in sequence order, into one change per path:
@@ -83,9 +89,32 @@ func (f *Folder) Changes() []Change {
 	return out
 }
 
+// placeOf returns where path was when the run began: its directory
+// followed back through the renames the changes so far record (the
+// nearest directory above it with a change of its own), its name kept;
+// "" if that directory is new.
+func placeOf(m map[string]*Change, path string) string {
+	for dir := path; ; {
+		i := strings.LastIndexByte(dir, '/')
+		if i < 0 {
+			return path
+		}
+		dir = dir[:i]
+		if c := m[dir]; c != nil {
+			if c.Origin == "" {
+				return ""
+			}
+			return c.Origin + path[len(dir):]
+		}
+	}
+}
+
 func foldRecord(m map[string]*Change, r *Record) {
 	add := func(path, kind string) *Change {
 		c := &Change{Path: path, Kind: kind, Type: r.Type, Caller: r.Caller, Step: r.Step, Seq: r.Seq, Time: r.Time}
+		if kind != Created {
+			c.Origin = placeOf(m, path)
+		}
 		m[path] = c
 		return c
 	}
@@ -133,7 +162,7 @@ func foldRecord(m map[string]*Change, r *Record) {
 		case e.Kind == Renamed:
 			delete(m, r.Path)
 			d := add(e.From, Deleted)
-			d.Bytes, d.Caller, d.Seq, d.Time = e.Bytes+r.Bytes(), e.Caller, e.Seq, e.Time
+			d.Bytes, d.Caller, d.Seq, d.Time, d.Origin = e.Bytes+r.Bytes(), e.Caller, e.Seq, e.Time, e.Origin
 		default:
 			e.Kind = Deleted
 			e.Bytes += r.Bytes()
@@ -160,13 +189,21 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	if r.Type == unix.S_IFDIR || r.Flags&unix.RENAME_EXCHANGE != 0 {
 		move = moveTree
 	}
+	// Where the objects at from and to were when the run began.
+	origin := func(p string) string {
+		if c := m[p]; c != nil {
+			return c.Origin
+		}
+		return placeOf(m, p)
+	}
 	if r.Flags&unix.RENAME_EXCHANGE != 0 {
+		oFrom, oTo := origin(from), origin(to)
 		move(m, from, "\x00swap")
 		move(m, to, from)
 		move(m, "\x00swap", to)
-		for _, p := range []string{from, to} {
+		for p, o := range map[string]string{from: oTo, to: oFrom} {
 			if e := m[p]; e == nil {
-				add(p, Modified)
+				add(p, Modified).Origin = o
 			} else if e.Kind != Created {
 				e.Kind = Modified
 			}
@@ -174,6 +211,7 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 		return
 	}
 	src, dst := m[from], m[to]
+	oFrom, oTo := origin(from), origin(to)
 	replaced := r.Aside != "" || (dst != nil && dst.Kind == Deleted)
 	if dst != nil && dst.Kind == Created {
 		// What it replaced was made in this run of records: nothing
@@ -184,9 +222,11 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	switch {
 	case src == nil:
 		src = add(to, Renamed)
-		src.From = from
+		src.From, src.Origin = from, oFrom
 	case src.Kind == Created && replaced:
-		src.Kind = Modified
+		// A new file in the place of an old one: the place's content
+		// changed, from the old one's.
+		src.Kind, src.Origin = Modified, oTo
 	case src.Kind == Created, src.Kind == Renamed:
 		// A new file moved, or a moved file moved again.
 	default:

@@ -65,3 +65,52 @@ func TestChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeOrigins: each change knows where what it is about was when
+// the run began — through renames of its directories before and after
+// it, its own renames, a replacing rename (sed -i) and exchanges — so a
+// diff reads the old version there (#32, case 3).
+func TestChangeOrigins(t *testing.T) {
+	const file, dir = 0o100000, 0o040000
+	recs := []*Record{
+		{Kind: KindRename, Path: "src", Path2: "lib", Type: dir},
+		{Kind: KindData, Path: "lib/a.js", Type: file, Len: 1},
+		{Kind: KindRemove, Path: "lib/b.js", Type: file, Aside: "1"},
+		{Kind: KindRename, Path: "lib/c.js", Path2: "lib/d.js", Type: file},
+		{Kind: KindCreate, Path: "lib/sedX", Type: file},
+		{Kind: KindRename, Path: "lib/sedX", Path2: "lib/e.js", Aside: "2", Type: file},
+		{Kind: KindCreate, Path: "new", Type: dir},
+		{Kind: KindRename, Path: "lib/f.js", Path2: "new/f.js", Type: file},
+		{Kind: KindData, Path: "x/z", Type: file, Len: 1},
+		{Kind: KindRename, Path: "x", Path2: "y", Type: dir, Flags: 2}, // RENAME_EXCHANGE
+		{Kind: KindRename, Path: "lib", Path2: "top", Type: dir},
+		{Kind: KindRemove, Path: "top/g.js", Type: file, Aside: "3"},
+	}
+	got := map[string]string{}
+	for _, c := range Changes(recs) {
+		got[c.Path] = fmt.Sprintf("%s origin=%s", c.Kind, c.Origin)
+	}
+	want := map[string]string{
+		"top":      "renamed origin=src",
+		"top/a.js": "modified origin=src/a.js",
+		"top/b.js": "deleted origin=src/b.js",
+		"top/d.js": "renamed origin=src/c.js",
+		"top/e.js": "modified origin=src/e.js",
+		"top/g.js": "deleted origin=src/g.js",
+		"new":      "created origin=",
+		"new/f.js": "renamed origin=src/f.js",
+		"x":        "modified origin=y",
+		"y":        "modified origin=x",
+		"y/z":      "modified origin=x/z",
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: got %q, want %q", p, got[p], w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("unexpected change %s: %s", p, got[p])
+		}
+	}
+}

@@ -82,7 +82,7 @@ func testDiffThroughRenames(t *testing.T, shape renameShape) {
 	w.mount()
 	w.cowfs("turn", "begin", "--id", "t1")
 	w.cowfs("turn", "step", "s1")
-	w.sh("cd " + b + " && echo a1 > a.js && rm b.js && echo n1 > n.js")
+	w.sh("cd " + b + " && sed -i s/a0/a1/ a.js && rm b.js && echo n1 > n.js")
 	w.cowfs("turn", "end")
 	w.cowfs("turn", "begin", "--id", "t2")
 	shape.rename(w)
