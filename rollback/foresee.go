@@ -3,11 +3,13 @@ package rollback
 import (
 	"io"
 	"path"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/journal"
 )
 
 // The plan says what the run will do, so a dry run shows it: a step
@@ -132,4 +134,64 @@ func (p *planner) inDir(now *past, q string) bool {
 		p.types[e.loc] = t
 	}
 	return t == syscall.S_IFDIR
+}
+
+// keptPaths are where the objects that skipped steps leave in place
+// are, as backing paths today (past locations): a skipped record stays
+// in effect, and an older record that moves a name at such a place, or
+// beneath it, is not undone either. The plan's namespace would
+// otherwise take it back over what stays — a file created and removed
+// again at a path a skipped step left another object at would make the
+// path look free, and a recovery into it look possible — and the
+// executor, finding the object there, would skip what the plan said it
+// does. Changes in place are judged by identity, and need no such care.
+type keptPaths map[string]bool
+
+// add keeps where the objects at r's paths are, r being skipped (or a
+// change found outside the mount, which nothing undoes).
+func (k *keptPaths) add(p *planner, now *past, r *rec) {
+	for _, q := range namespacePaths(r) {
+		e := now.lookup(q)
+		if _, ok := p.identity(e); ok {
+			if *k == nil {
+				*k = keptPaths{}
+			}
+			(*k)[e.loc] = true
+		}
+	}
+}
+
+// touches returns why r, older than the skipped records, is not undone
+// either, or "".
+func (k keptPaths) touches(now *past, r *rec) string {
+	if len(k) == 0 {
+		return ""
+	}
+	for _, q := range namespacePaths(r) {
+		e := now.lookup(q)
+		if e.absent || e.vanished() {
+			continue
+		}
+		for loc := e.loc; ; loc = path.Dir(loc) {
+			if k[loc] {
+				return reasonKept
+			}
+			if !strings.Contains(loc, "/") {
+				break
+			}
+		}
+	}
+	return ""
+}
+
+// namespacePaths are the paths whose names undoing r changes (or, for
+// a change outside the mount, would).
+func namespacePaths(r *rec) []string {
+	switch r.Kind {
+	case journal.KindCreate, journal.KindLink, journal.KindRemove, journal.KindOutside:
+		return []string{r.Path}
+	case journal.KindRename:
+		return []string{r.Path, r.Path2}
+	}
+	return nil
 }

@@ -128,6 +128,9 @@ const (
 	reasonFailed = "failed, skipped on retry: "
 	// reasonFailedBefore: a newer step of the same file was skipped so.
 	reasonFailedBefore = "not done: a newer change to the same file could not be undone"
+	// reasonKept: an older change at a path a skipped step left as it
+	// is (foresee.go, keptPaths).
+	reasonKept = "not done: a newer change at the same path could not be undone"
 )
 
 // planner builds a Plan.
@@ -180,6 +183,7 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 	// At most a step a change: sized once, never grown and copied.
 	pl := &Plan{Force: p.force, Steps: make([]Step, 0, changes)}
 	now := newPast(p.asidePath)
+	var kept keptPaths // what skipped steps leave in place (foresee.go)
 	for i := range recs {
 		r := &recs[i]
 		if r.Kind == journal.KindEvent {
@@ -204,15 +208,23 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s != nil && skip == "" {
+			skip = s.Skip
+		}
+		// What the executor will find, and what skipped steps left
+		// (foresee.go).
+		if s != nil && skip == "" {
+			skip = p.foresee(now, s)
+		}
+		if skip == "" {
+			skip = kept.touches(now, r)
+		}
 		if s != nil {
-			if skip == "" {
-				skip = s.Skip
-			}
-			if skip == "" {
-				skip = p.foresee(now, s) // what the executor will find (foresee.go)
-			}
 			s.Skip = skip
 			pl.Steps = append(pl.Steps, *s)
+		}
+		if skip != "" || r.Kind == journal.KindOutside {
+			kept.add(p, now, r)
 		}
 		if skip != "" {
 			pl.Skipped = append(pl.Skipped, r.Seq)

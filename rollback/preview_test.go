@@ -181,10 +181,15 @@ func TestRollbackRenameIntoMissingDir(t *testing.T) {
 	w.put("d/f", "in d")
 	t1 := w.turn(func() { w.rename("d/f", "g", 0) })
 	w.outside("d", func(p string) error {
+		// The file made first, so that it cannot take the directory's
+		// inode number (and with it, its identity).
+		if err := os.WriteFile(p+".new", []byte("a file now"), 0o644); err != nil {
+			return err
+		}
 		if err := os.Remove(p); err != nil {
 			return err
 		}
-		return os.WriteFile(p, []byte("a file now"), 0o644)
+		return os.Rename(p+".new", p)
 	})
 	out := w.previewThenRun(t1, false)
 	if !out.Complete || w.read("g") != "in d" {
@@ -215,4 +220,27 @@ func TestRollbackRenameWithoutItsTarget(t *testing.T) {
 	}
 	wantReport(t, "rollback", out.Report, "a skip (the kept inode is missing from the aside area)",
 		"b skip (the kept inode is missing from the aside area)")
+}
+
+// TestPreviewKeepsWhatSkippedStepsLeave: a skipped step leaves its
+// object in place, and older records at that place are not undone
+// either. Here a file made behind the mount, which even a forced
+// rollback cannot take back, stands where a turn made a symlink and
+// removed it again: the plan took the symlink's making and removal
+// back over the file, found the path free and said the file removed
+// before could come back — the run found the path taken.
+func TestPreviewKeepsWhatSkippedStepsLeave(t *testing.T) {
+	w := newWS(t)
+	w.put("a", "before")
+	t1 := w.turn(func() { w.remove("a") })
+	w.turn(func() {
+		w.symlink("target", "a")
+		w.remove("a")
+	})
+	w.outside("a", func(p string) error { return os.WriteFile(p, []byte("behind"), 0o644) })
+	out := w.previewThenRun(t1, true)
+	if w.read("a") != "behind" {
+		t.Errorf("a holds %q", w.read("a"))
+	}
+	wantReport(t, "forced rollback", out.Report, "a skip (not done: a newer change at the same path could not be undone)")
 }

@@ -120,11 +120,6 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 		}
 		return nil
 	})
-	for path, why := range timesOnly {
-		if reasons[path] == "" {
-			reasons[path] = why
-		}
-	}
 	// A path changed outside the mount that no step puts back is left
 	// as it is, and the user must hear of it.
 	// (Only the paths of such records are looked for among the steps':
@@ -146,6 +141,11 @@ func (p *planner) report(plan *Plan, recs []rec) []PathAction {
 	}
 	for path := range outside {
 		reasons[path] = reasonOutsideMount
+	}
+	for path, why := range timesOnly {
+		if reasons[path] == "" {
+			reasons[path] = why
+		}
 	}
 	retried := p.retried(plan, recs)
 	out := make([]PathAction, 0, len(candidates))
