@@ -70,8 +70,14 @@ func foldTrees(pl *Plan) {
 			continue
 		}
 		top := tops[d]
+		// Nothing between the first of them and the directory's own
+		// step may move the tree: a rename or exchange out of it — nor
+		// put another directory at its path (a directory removed and
+		// made again: two trees at one path, whose removes belong to
+		// the newer).
 		if slices.ContainsFunc(pl.Steps[steps[0]:top], func(s Step) bool {
-			return (s.Op == opRename || s.Op == opExchange) && !renameWithin(&s, d)
+			return (s.Op == opRename || s.Op == opExchange) && !renameWithin(&s, d) ||
+				(s.Op == opRemove || s.Op == opRecover) && s.Path == d
 		}) {
 			continue
 		}

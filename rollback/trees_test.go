@@ -140,3 +140,22 @@ func TestRollbackTreeOneByOne(t *testing.T) {
 			"t/sub/user skip ("+reasonOutside+")")
 	})
 }
+
+// TestRollbackTreesAtOnePath: two directories made at one path by
+// different turns (the first removed in between) are two trees. The
+// removes beneath the second were folded into the first's remove, its
+// path's other one: the second directory, still full when its own
+// remove came, stayed — the dry run said it went — and the first could
+// not come back.
+func TestRollbackTreesAtOnePath(t *testing.T) {
+	w := newWS(t)
+	before := w.snapshot()
+	t1 := w.turn(func() { w.mkdir("f") })
+	w.turn(func() {
+		w.remove("f")
+		w.mkdir("f")
+		w.create("f/b", "in the second f")
+	})
+	w.previewThenRun(t1, false)
+	w.same("after the rollback", before)
+}
