@@ -18,7 +18,7 @@ type Version struct {
 	Type   uint32 // S_IFMT bits
 	Loc    string // backing-relative path of the object today (live or aside)
 	Ino    uint64
-	Undo   []*journal.Record // the object's Data and Attr records since then, newest first
+	Undo   []*journal.Record // a regular file's Data and Attr records since then, newest first
 }
 
 // ErrNoPreimage: the journal cannot say what a path held.
@@ -26,17 +26,16 @@ var ErrNoPreimage = errors.New("no pre-image in the journal")
 
 // At is the workspace as it was when a run of records began, for
 // reading many paths of that time (a diff's files, an export's paths):
-// the records are undone once, and each lookup costs the depth of its
-// path, where Find undoes them all again for each.
+// the records are undone once, where Find undoes them all again for
+// each path. A lookup costs the depth of its path, and a regular
+// file's a pass over the records for its Data and Attr records — no
+// index of them is built, so At holds no more than the records it is
+// given.
 type At struct {
 	tree    *backing.Tree
 	recs    []*journal.Record
 	past    *past
 	rootDev uint64
-	// byIno holds the Data and Attr records of each inode, newest
-	// first (At's, made by NewAt; nil for Find's single lookup, which
-	// scans recs instead).
-	byIno map[uint64][]*journal.Record
 }
 
 // NewAt returns the workspace as it was when recs began. recs are every
@@ -44,17 +43,6 @@ type At struct {
 // while At is used; asidePath maps an aside name to its
 // backing-relative path; rootDev is the backing root's device.
 func NewAt(t *backing.Tree, recs []*journal.Record, asidePath func(string) string, rootDev uint64) *At {
-	a := at(t, recs, asidePath, rootDev)
-	a.byIno = map[uint64][]*journal.Record{}
-	for _, r := range recs {
-		if r.Kind == journal.KindData || r.Kind == journal.KindAttr {
-			a.byIno[r.Ino] = append(a.byIno[r.Ino], r)
-		}
-	}
-	return a
-}
-
-func at(t *backing.Tree, recs []*journal.Record, asidePath func(string) string, rootDev uint64) *At {
 	p := newPast(asidePath)
 	for _, r := range recs {
 		s := slim(r)
@@ -65,7 +53,7 @@ func at(t *backing.Tree, recs []*journal.Record, asidePath func(string) string, 
 
 // Find returns what path held when recs began (see NewAt).
 func Find(t *backing.Tree, recs []*journal.Record, path string, asidePath func(string) string, rootDev uint64) (Version, error) {
-	return at(t, recs, asidePath, rootDev).Find(path)
+	return NewAt(t, recs, asidePath, rootDev).Find(path)
 }
 
 // Find returns what path held at a's time.
@@ -92,9 +80,8 @@ func (a *At) Find(path string) (Version, error) {
 	if v.Ino == 0 {
 		v.Ino = journal.InodeID(st.Dev, st.Ino, a.rootDev)
 	}
-	if a.byIno != nil {
-		v.Undo = a.byIno[v.Ino]
-		return v, nil
+	if v.Type != syscall.S_IFREG {
+		return v, nil // no content to put back
 	}
 	for _, r := range a.recs {
 		if r.Ino == v.Ino && (r.Kind == journal.KindData || r.Kind == journal.KindAttr) {
