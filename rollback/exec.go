@@ -204,6 +204,13 @@ func (x *executor) inPlace(s *Step) (*journal.Record, *object, error) {
 		return nil, nil, err
 	}
 	o, err := x.openHeld(s.Path, s.Ino)
+	if err == nil && r.Type != 0 && o.typ() != r.Type {
+		// The same inode number, another type: the inode the record
+		// names was freed behind the mount and its number given out
+		// again. Not the record's to change.
+		o.close()
+		return nil, nil, skipError{reasonMismatch, fmt.Sprintf("%s is of type %o, not %o", s.Path, o.typ(), r.Type)}
+	}
 	return r, o, err
 }
 

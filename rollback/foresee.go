@@ -50,6 +50,13 @@ func (p *planner) foresee(now *past, s *Step) string {
 		if s.Ino2 == 0 { // nothing on the other side
 			return reasonMismatch
 		}
+	case opAttr, opData, opXattr:
+		// The identity matched (step); the type must too, or the
+		// inode number was given out again after the record's inode
+		// was freed behind the mount.
+		if t, ok := p.typeAt(now.lookup(s.Path)); ok && s.Type != 0 && t != s.Type {
+			return reasonMismatch
+		}
 	}
 	return ""
 }
@@ -117,23 +124,29 @@ func (p *planner) inDir(now *past, q string) bool {
 	if d == "." {
 		return true
 	}
-	e := now.lookup(d)
+	t, ok := p.typeAt(now.lookup(d))
+	return ok && t == syscall.S_IFDIR
+}
+
+// typeAt returns the type of the object an entry of the past names, and
+// false if there is none.
+func (p *planner) typeAt(e entry) (uint32, bool) {
 	if _, ok := p.identity(e); !ok {
-		return false
+		return 0, false
 	}
-	t, ok := p.types[e.loc]
-	if !ok || t == 0 {
-		if p.stat == nil {
-			p.stat = p.env.Tree.NewStater()
-		}
-		st, err := p.stat.Lstat(e.loc)
-		if err != nil {
-			return false
-		}
-		t = st.Mode & syscall.S_IFMT
-		p.types[e.loc] = t
+	if t := p.types[e.loc]; t != 0 {
+		return t, true
 	}
-	return t == syscall.S_IFDIR
+	if p.stat == nil {
+		p.stat = p.env.Tree.NewStater()
+	}
+	st, err := p.stat.Lstat(e.loc)
+	if err != nil {
+		return 0, false
+	}
+	t := st.Mode & syscall.S_IFMT
+	p.types[e.loc] = t
+	return t, true
 }
 
 // keptPaths are where the objects that skipped steps leave in place
