@@ -136,7 +136,11 @@ func (w *ws) planSteps(to journal.Turn, force bool) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p := &planner{env: w.env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }}
+	settled, err := settledBy(w.j, to.StartSeq)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	p := &planner{env: w.env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
 	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {
