@@ -136,11 +136,10 @@ func (w *ws) planSteps(to journal.Turn, force bool) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	settled, err := settledBy(w.j, to.StartSeq)
+	p, err := rollbackPlanner(w.env, to, force, recs)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p := &planner{env: w.env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
 	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {

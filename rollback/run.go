@@ -69,11 +69,10 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	settled, err := settledBy(env.Journal, target.StartSeq)
+	p, err := rollbackPlanner(env, target, force, recs)
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
 	defer p.done()
 	plan, err := p.build(recs)
 	if err != nil {
@@ -104,6 +103,20 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 		return nil, err
 	}
 	return finishRollback(env, g, rb, plan, 0, false)
+}
+
+// rollbackPlanner returns the planner of a rollback to before target
+// over recs, the records since target began: it undoes the turns' and
+// the stacked rollbacks' records, but for what the stack settled
+// (stack.go).
+func rollbackPlanner(env *Env, target journal.Turn, force bool, recs []rec) (*planner, error) {
+	settled, topSkipped, err := settledBy(env.Journal, target.StartSeq)
+	if err != nil {
+		return nil, err
+	}
+	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
+	p.settleOnlyWhole(recs, topSkipped)
+	return p, nil
 }
 
 // retry goes on with partial rollback rb from the step that failed.

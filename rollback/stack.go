@@ -16,46 +16,131 @@ import "github.com/cowfs/cowfs/journal"
 // A rollback to a turn at or before the top's target (the usual walk
 // back) skips what the top already settled: the records it undid are
 // undone, and its group is their undo, so together they change nothing.
-// Those records — each in the top's range and not among those it
-// skipped (conflicts, failures: still in effect), and every record of
-// the top's group — are walked in the namespace model, so the paths of
-// the rest stay right, but give no step and no conflict. What the top
-// left in effect is undone now, like any record in range (so a step
-// that failed or conflicted then is tried again). The new rollback's
+// Those records — each in the top's range that its plan undid with a
+// step, and every record of the top's group — are walked in the
+// namespace model, so the paths of the rest stay right, but give no step
+// and no conflict. The rest of the top's range is planned again, like any
+// record: what the top skipped (conflicts, failures: still in effect),
+// so it is tried again; and what needed no step then, since that may
+// have been only because a change it skipped had taken the path away
+// (a file made in a turn, which a later change the top skipped removed),
+// and once that change is undone now, the older one needs its step. The new rollback's
 // own group is then just the undo of the turns between the two targets,
 // and its skipped records are again exactly what stays in effect in its
 // range, so the next level can do the same. A rollback towards a later
 // turn than the top's (taking back part of the stack) undoes everything
 // in its range, as before.
 
-// settledBy returns what the top of the stack settled, for a rollback
-// whose target began at from, or nil if nothing (no stack, or a target
-// after the top's).
-func settledBy(j *journal.Journal, from uint64) (func(*rec) bool, error) {
-	top, err := stackTop(j)
-	if err != nil || top == nil || from > top.From {
-		return nil, err
+// settledBy returns what the stack settled, for a rollback whose target
+// began at from, or nil if nothing (no stack, or a target after the
+// top's). It also returns the records the top skipped.
+//
+// The top settled the records its plan undid with a step and its own
+// group. If the top was itself a rollback of this kind (its target at or
+// before the one below it), the records the one below had settled were
+// settled for it too, and walked without a step: so they are still
+// settled now, and so on down the stack as far as such rollbacks go. A
+// rollback towards a later turn planned its whole range, and ends the
+// chain.
+func settledBy(j *journal.Journal, from uint64) (func(*rec) bool, map[uint64]bool, error) {
+	stack, err := stackOf(j)
+	if err != nil || len(stack) == 0 || from > stack[len(stack)-1].From {
+		return nil, nil, err
 	}
-	left := make(map[uint64]bool, len(top.Skipped))
+	top := &stack[len(stack)-1]
+	skipped := make(map[uint64]bool, len(top.Skipped))
 	for _, seq := range top.Skipped {
-		left[seq] = true
+		skipped[seq] = true
 	}
-	return func(r *rec) bool {
-		return r.Group == top.ID || r.Seq >= top.From && r.Seq < top.To && !left[r.Seq]
-	}, nil
+	groups := map[uint64]bool{}
+	stepped := map[uint64]bool{}
+	for i := len(stack) - 1; i >= 0; i-- {
+		rb := &stack[i]
+		groups[rb.ID] = true
+		if err := addStepped(j, rb, stepped); err != nil {
+			return nil, nil, err
+		}
+		if i == 0 || rb.From > stack[i-1].From {
+			break // it planned its whole range
+		}
+	}
+	return func(r *rec) bool { return groups[r.Group] || stepped[r.Seq] }, skipped, nil
 }
 
-// stackTop returns the last rollback done since the last turn began, if
-// any.
-func stackTop(j *journal.Journal) (*journal.Rollback, error) {
+// settleOnlyWhole drops p's settled records unless the top left none of
+// the records it was to undo in effect (skipped: conflicts, failures).
+//
+// A step acts on the paths its record names, which hold what they held
+// right after that record only because every newer record has been
+// undone by then. A record the top skipped is retried now, and it sits
+// among records the top settled — older turns' changes, undone in the
+// workspace, and the top's own group, newer, which undid them — that
+// get no step: its paths would be those of the workspace before the top
+// ran, not after it. So a stack whose top skipped any of its own
+// records is planned whole, as a rollback towards a later turn is. (What
+// a rollback never undoes — changes outside turns, or another's during
+// one — gets no step either way.)
+func (p *planner) settleOnlyWhole(recs []rec, skipped map[uint64]bool) {
+	if p.settled == nil || len(skipped) == 0 {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		if skipped[r.Seq] && r.Kind != journal.KindOutside && p.target(r) {
+			p.settled = nil
+			return
+		}
+	}
+}
+
+// addStepped adds to stepped the records rollback rb undid with a step
+// that ran: those its stored plan steps, bar those it skipped at run
+// time.
+func addStepped(j *journal.Journal, rb *journal.Rollback, stepped map[uint64]bool) error {
+	plan, err := storedPlan(j, rb)
+	if err != nil {
+		return err
+	}
+	skipped := make(map[uint64]bool, len(rb.Skipped))
+	for _, seq := range rb.Skipped {
+		skipped[seq] = true
+	}
+	var add func(s *Step)
+	add = func(s *Step) {
+		if s.Skip == "" && s.Op != "" && !skipped[s.Seq] {
+			stepped[s.Seq] = true
+		}
+		for i := range s.Covers {
+			add(&s.Covers[i])
+		}
+	}
+	return plan.eachStep(0, func(_ int, s *Step) error {
+		add(s)
+		return nil
+	})
+}
+
+// stackOf returns the rollbacks done since the last turn began, bottom
+// first: the stack. (A turn's beginning settles the rollbacks before it;
+// those a settle has yet to reach are not the stack either.)
+func stackOf(j *journal.Journal) ([]journal.Rollback, error) {
 	rbs, err := j.Rollbacks()
 	if err != nil {
 		return nil, err
 	}
-	for i := len(rbs) - 1; i >= 0; i-- {
-		if rbs[i].State == journal.RollbackDone {
-			return &rbs[i], nil
+	ts, err := j.Turns()
+	if err != nil {
+		return nil, err
+	}
+	var since uint64
+	if len(ts) > 0 {
+		since = ts[len(ts)-1].StartSeq
+	}
+	var stack []journal.Rollback
+	for _, rb := range rbs {
+		if rb.State == journal.RollbackDone && rb.To > since {
+			stack = append(stack, rb)
 		}
 	}
-	return nil, nil
+	return stack, nil
 }
