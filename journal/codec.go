@@ -7,9 +7,12 @@ import (
 )
 
 // recordVersion is the first byte of every record encoded now.
-// Version 1, which had no holes, is still decoded; decoding refuses
-// other versions rather than guess.
-const recordVersion = 2
+// Versions 1, which had no holes, and 2, which had no flags, are still
+// decoded; decoding refuses other versions rather than guess.
+const recordVersion = 3
+
+// Record flags (version 3 on).
+const flagNotAgent = 1 << 0
 
 // Limits that make a corrupt or hostile value fail to decode instead of
 // allocating without bound.
@@ -82,7 +85,11 @@ func encodeRecord(buf []byte, r *Record) []byte {
 	}
 	buf = binary.AppendVarint(buf, r.Stored)
 	buf = appendString(buf, string(r.Detail))
-	return buf
+	var flags byte
+	if r.NotAgent {
+		flags |= flagNotAgent
+	}
+	return append(buf, flags)
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -95,7 +102,7 @@ func appendString(buf []byte, s string) []byte {
 func decodeRecord(seq uint64, b []byte) (*Record, error) {
 	d := decoder{b: b}
 	version := d.byte()
-	if version != 1 && version != recordVersion {
+	if version < 1 || version > recordVersion {
 		return nil, fmt.Errorf("%w: record %d has version %d, want %d", ErrCorrupt, seq, version, recordVersion)
 	}
 	r := &Record{Seq: seq}
@@ -151,6 +158,13 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 	r.Stored = d.varint()
 	if v := d.string(maxStringLen); v != "" {
 		r.Detail = []byte(v)
+	}
+	if version >= 3 {
+		flags := d.byte()
+		if flags&^flagNotAgent != 0 {
+			d.fail() // a flag this version does not know: refuse, never guess
+		}
+		r.NotAgent = flags&flagNotAgent != 0
 	}
 	if d.err || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: record %d does not decode", ErrCorrupt, seq)

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 5
+const FormatVersion = 6
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -235,9 +235,9 @@ func (j *Journal) initMeta() error {
 		}
 		if m.Format >= 2 && m.Format < FormatVersion {
 			// Formats 3 and 4 only add keys and files (rollback plans
-			// in parts, blob.go; the record log, wal.go), and format 5
-			// a record version (holes, codec.go); each reads what the
-			// ones before wrote as it is. Marked as this version, the
+			// in parts, blob.go; the record log, wal.go), and formats
+			// 5 and 6 a record version each (holes; flags, codec.go);
+			// each reads what the ones before wrote as it is. Marked as this version, the
 			// journal is refused by a cowfs that could not read it.
 			m.Format = FormatVersion
 			b, _ := json.Marshal(m)

@@ -173,6 +173,11 @@ type Record struct {
 	Flags uint32 // KindRename: renameat2 flags
 
 	Caller Caller
+	// NotAgent: made during turn Turn by a process outside the turn's
+	// agent scope (Turn.Agent) — a person's editor, another tool. It is
+	// journaled, so its pre-image exists, but it is not the turn's: a
+	// rollback treats it as a change made outside a turn.
+	NotAgent bool
 
 	Attr Attr // KindAttr; KindRemove and KindRename: of the object kept aside
 

@@ -26,6 +26,10 @@ type Turn struct {
 	// turn is forgotten when the next turn begins, unless the rollback
 	// is undone first.
 	RevertedBy uint64 `json:"reverted_by,omitempty"`
+
+	// Agent names the processes that are the turn's agent; nil: every
+	// process is.
+	Agent *Scope `json:"agent,omitempty"`
 }
 
 // Open reports whether the turn has not ended.
@@ -35,10 +39,14 @@ func (t Turn) Open() bool { return t.EndSeq == 0 }
 // its operation has reached the backing directory. It fixes the turn
 // the change belongs to.
 type Gate struct {
-	j         *Journal
-	Turn      uint64 // 0: outside a turn
-	Step      string // the turn's current step
-	Epoch     uint64 // changes in one epoch share one pre-image per inode
+	j     *Journal
+	Turn  uint64 // 0: outside a turn
+	Step  string // the turn's current step
+	Epoch uint64 // changes in one epoch share one pre-image per inode
+	// Agent is the open turn's scope: a change by a process outside it
+	// is not the turn's (Record.NotAgent). Nil: every process is the
+	// agent, and outside a turn nobody is asked.
+	Agent     *Scope
 	exclusive bool
 }
 
@@ -47,7 +55,7 @@ func (j *Journal) Enter() Gate {
 	j.gate.RLock()
 	g := Gate{j: j, Epoch: j.epoch}
 	if j.open != nil {
-		g.Turn, g.Step = j.open.Num, j.step
+		g.Turn, g.Step, g.Agent = j.open.Num, j.step, j.open.Agent
 	}
 	return g
 }
@@ -74,7 +82,7 @@ func (j *Journal) Exclusive() Gate {
 // of the exclusive gate.
 func (g Gate) InTurn() Gate {
 	if g.j.open != nil {
-		g.Turn, g.Step = g.j.open.Num, g.j.step
+		g.Turn, g.Step, g.Agent = g.j.open.Num, g.j.step, g.j.open.Agent
 	}
 	return g
 }
@@ -97,10 +105,20 @@ func (j *Journal) OpenTurn() (Turn, bool) {
 	return *j.open, true
 }
 
-// BeginTurn opens a new turn. It fails with ErrBusy if one is open,
-// with ErrDuplicateID if a turn in the window already has id, and with
-// ErrInvalid if id reads as a number (turnref.go).
+// BeginTurn opens a new turn that belongs to every process. It fails
+// with ErrBusy if one is open, with ErrDuplicateID if a turn in the
+// window already has id, and with ErrInvalid if id reads as a number
+// (turnref.go).
 func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
+	return j.BeginAgentTurn(id, anchor, nil, now)
+}
+
+// BeginAgentTurn is BeginTurn for a turn whose agent is the processes
+// agent names (nil or empty: every process).
+func (j *Journal) BeginAgentTurn(id, anchor string, agent *Scope, now time.Time) (Turn, error) {
+	if agent.Empty() {
+		agent = nil
+	}
 	if err := j.usable(); err != nil {
 		return Turn{}, err
 	}
@@ -119,7 +137,7 @@ func (j *Journal) BeginTurn(id, anchor string, now time.Time) (Turn, error) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	t := Turn{Num: j.nextTurn, ID: id, Anchor: anchor, Began: now.UTC(), StartSeq: j.nextSeq.Load()}
+	t := Turn{Num: j.nextTurn, ID: id, Anchor: anchor, Began: now.UTC(), StartSeq: j.nextSeq.Load(), Agent: agent}
 	err := j.db.Update(func(txn *badger.Txn) error {
 		var c counters
 		if _, err := getJSON(txn, countersKey, &c); err != nil {
