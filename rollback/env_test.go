@@ -43,9 +43,13 @@ type ws struct {
 	env  *Env
 
 	// What the current epoch has journaled per inode, as the mount's
-	// recorder keeps it.
-	epoch uint64
-	inos  map[uint64]*inoState
+	// recorder keeps it: for the agent in inos, for others in others.
+	epoch  uint64
+	inos   map[uint64]*inoState
+	others map[uint64]*inoState
+	// person: changes are made by a process outside the turn's agent
+	// scope (asPerson).
+	person bool
 }
 
 type inoState struct {
@@ -98,7 +102,7 @@ func (w *ws) open() {
 	}
 	w.j, w.area = j, area
 	w.env = &Env{Journal: j, Tree: backing.NewTree(w.root), Aside: area, RootDev: w.dev}
-	w.inos = map[uint64]*inoState{}
+	w.inos, w.others = map[uint64]*inoState{}, map[uint64]*inoState{}
 }
 
 func (w *ws) close() {
@@ -179,9 +183,18 @@ func (w *ws) turnNum(n uint64) journal.Turn {
 func (w *ws) enter() journal.Gate {
 	g := w.j.Enter()
 	if g.Epoch != w.epoch {
-		w.epoch, w.inos = g.Epoch, map[uint64]*inoState{}
+		w.epoch, w.inos, w.others = g.Epoch, map[uint64]*inoState{}, map[uint64]*inoState{}
 	}
 	return g
+}
+
+// asPerson makes the changes of fn as a process outside the turn's
+// agent scope would: journaled with their own epoch state, and, in a
+// turn, marked NotAgent (fs/agent.go).
+func (w *ws) asPerson(fn func()) {
+	w.inos, w.others, w.person = w.others, w.inos, true
+	defer func() { w.inos, w.others, w.person = w.others, w.inos, false }()
+	fn()
 }
 
 func (w *ws) state(id uint64) *inoState {
@@ -195,6 +208,7 @@ func (w *ws) state(id uint64) *inoState {
 
 func (w *ws) append(g journal.Gate, rec *journal.Record, src *os.File) {
 	w.t.Helper()
+	rec.NotAgent = w.person && g.Turn != 0
 	var err error
 	if src != nil {
 		err = w.j.Append(g, rec, src)

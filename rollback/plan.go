@@ -111,6 +111,9 @@ func (pl *Plan) eachStep(from int, fn func(i int, s *Step) error) error {
 // Reasons a step is skipped.
 const (
 	reasonOutside = "changed outside a turn after the target turn began"
+	// reasonNotAgent: a process outside the agent scope of a turn
+	// (a person's editor, another tool) changed it during that turn.
+	reasonNotAgent = "changed during a turn by a process that is not the turn's agent"
 	// reasonOutsideMount: a rescan found the path changed behind the
 	// mount's back (package rescan); what that destroyed is unknown.
 	reasonOutsideMount = "changed outside the mount"
@@ -202,7 +205,7 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 			}
 		case p.force:
 		default:
-			skip = reasonOutside
+			skip = whyKept(r)
 		}
 		s, err := p.step(now, r)
 		if err != nil {
@@ -242,9 +245,22 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 
 // undoes reports whether the plan undoes r: a record of the target, but
 // never a change found outside the mount, which has nothing to undo it
-// with.
+// with, nor one a process outside a turn's agent scope made during the
+// turn, which is not the turn's: both are kept as changes outside turns
+// are (unless force).
 func (p *planner) undoes(r *rec) bool {
-	return r.Kind != journal.KindOutside && p.target(r) && !p.isSettled(r)
+	return r.Kind != journal.KindOutside && !r.NotAgent && p.target(r) && !p.isSettled(r)
+}
+
+// whyKept says why r, which the plan does not undo, is kept.
+func whyKept(r *rec) string {
+	switch {
+	case r.Kind == journal.KindOutside:
+		return reasonOutsideMount
+	case r.NotAgent:
+		return reasonNotAgent
+	}
+	return reasonOutside
 }
 
 // isSettled reports whether the top of the stack settled r (stack.go).
@@ -273,10 +289,7 @@ func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 	for i := range recs[:last+1] {
 		r := &recs[i]
 		if conflicting(r) {
-			why := reasonOutside
-			if r.Kind == journal.KindOutside {
-				why = reasonOutsideMount
-			}
+			why := whyKept(r)
 			mark := func(id uint64) {
 				if id != 0 && inos[id] != reasonOutsideMount {
 					inos[id] = why

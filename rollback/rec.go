@@ -16,12 +16,13 @@ type rec struct {
 	Mode               uint32 // Attr.Mode: the type of what a rename replaced
 	Kind               journal.Kind
 	Cause              journal.Cause
+	NotAgent           bool // made during a turn, not by its agent
 }
 
 func slim(r *journal.Record) rec {
 	return rec{Seq: r.Seq, Turn: r.Turn, Group: r.Group, Ino: r.Ino, Ino2: r.Ino2,
 		Path: r.Path, Path2: r.Path2, Aside: r.Aside, Type: r.Type, Flags: r.Flags, Mode: r.Attr.Mode,
-		Kind: r.Kind, Cause: r.Cause}
+		Kind: r.Kind, Cause: r.Cause, NotAgent: r.NotAgent}
 }
 
 // scanBack returns the records from <= seq < to, newest first, slim.
