@@ -45,6 +45,12 @@
 // over it (rewritten.go). Writes with pid 0 are attributed to a process
 // that maps the file (mapper.go).
 //
+// # Whose a change is
+//
+// During a turn whose harness named its agent, a change by a process
+// outside that scope is journaled like any other but marked as not the
+// turn's (agent.go); each side journals its own pre-images.
+//
 // # The private directory
 //
 // The backing root holds cowfs's private directory (aside.Dir), where
@@ -52,5 +58,5 @@
 // listings and refuses to create, rename or remove anything by its
 // name. Link counts are reported without the names held there.
 //
-// Imports: go-fuse, journal, aside, backing.
+// Imports: go-fuse, journal, aside, backing, agent.
 package fs

@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
@@ -31,8 +32,11 @@ type Config struct {
 
 	Journal *journal.Journal
 	Aside   *aside.Area
-	Logger  *slog.Logger // nil: silent
-	Debug   bool         // log every FUSE request
+	// Agents says which processes are a turn's agent when the turn names
+	// them (agent.go); nil: every process is.
+	Agents *agent.Tracker
+	Logger *slog.Logger // nil: silent
+	Debug  bool         // log every FUSE request
 
 	// CacheTimeout is how long the kernel may answer lookups, attributes
 	// and (across opens) file content from its caches without asking.
@@ -99,6 +103,7 @@ func New(cfg Config) (*Mount, error) {
 		rec: newRecorder(cfg.Journal, cfg.Aside, logger), root: rootFd,
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,
 	}}
+	root.fs.rec.agents = cfg.Agents
 	root.fs.fds.limit = fdLimit()
 	root.fs.fds.writers.done = make(chan struct{})
 	root.fs.trim = newTrimmer(cfg.MaxNodes)

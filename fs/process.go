@@ -26,10 +26,11 @@ var processes = struct {
 }{m: map[uint32]processEntry{}}
 
 type processEntry struct {
-	pid  uint32
-	comm string
-	fd   int // /proc/PID/comm, or -1
-	at   time.Time
+	pid          uint32
+	fsuid, fsgid uint32 // the filesystem uid and gid
+	comm         string
+	fd           int // /proc/PID/comm, or -1
+	at           time.Time
 }
 
 const (
@@ -66,14 +67,36 @@ func process(tid uint32) (uint32, string) {
 		delete(processes.m, tid)
 	}
 	processes.Unlock()
+	e := lookupProcess(tid, now)
+	return e.pid, e.comm
+}
 
-	pid, comm := readProcess(tid)
-	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// identify returns the process of thread tid and its filesystem uid and
+// gid, for deciding whether it is a turn's agent: from the cache while
+// the entry is fresh, with no system call at all.
+func identify(tid uint32) (pid, fsuid, fsgid uint32) {
+	now := time.Now()
+	processes.Lock()
+	if e, ok := processes.m[tid]; ok && now.Sub(e.at) < processTTL {
+		processes.Unlock()
+		return e.pid, e.fsuid, e.fsgid
+	}
+	processes.Unlock()
+	e := lookupProcess(tid, now)
+	return e.pid, e.fsuid, e.fsgid
+}
+
+// lookupProcess reads what the cache keeps of thread tid from /proc and
+// caches it.
+func lookupProcess(tid uint32, now time.Time) processEntry {
+	e := readProcess(tid)
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(e.pid), 10)+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		fd = -1
 	} else if c, ok := readComm(fd); ok {
-		comm = c // what the descriptor will say: the process may have exec'd since
+		e.comm = c // what the descriptor will say: the process may have exec'd since
 	}
+	e.fd, e.at = fd, now
 	processes.Lock()
 	if old, ok := processes.m[tid]; ok {
 		closeEntry(old) // another request looked it up meanwhile
@@ -83,9 +106,9 @@ func process(tid uint32) (uint32, string) {
 		}
 		processes.m = map[uint32]processEntry{}
 	}
-	processes.m[tid] = processEntry{pid, comm, fd, now}
+	processes.m[tid] = e
 	processes.Unlock()
-	return pid, comm
+	return e
 }
 
 // readComm reads a command name from an open /proc/PID/comm. The caller
@@ -108,29 +131,47 @@ func closeEntry(e processEntry) {
 	}
 }
 
-func readProcess(tid uint32) (uint32, string) {
+// readProcess reads the process (Tgid) of thread tid, its name and its
+// filesystem uid and gid (the fourth of the Uid and Gid lines: what
+// FUSE reports of a request) from /proc/TID/status.
+func readProcess(tid uint32) processEntry {
+	e := processEntry{pid: tid, fd: -1}
 	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
-		return tid, ""
+		return e
 	}
-	var name string
-	pid := tid
-	for _, line := range strings.SplitN(string(b), "\n", 8) {
+	fourth := func(v string) (uint32, bool) {
+		f := strings.Fields(v)
+		if len(f) < 4 {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(f[3], 10, 32)
+		return uint32(n), err == nil
+	}
+	for _, line := range strings.SplitN(string(b), "\n", 12) {
 		k, v, _ := strings.Cut(line, ":\t")
 		switch k {
 		case "Name":
-			name = v
+			e.comm = v
 		case "Tgid":
 			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-				pid = uint32(n)
+				e.pid = uint32(n)
+			}
+		case "Uid":
+			if n, ok := fourth(v); ok {
+				e.fsuid = n
+			}
+		case "Gid":
+			if n, ok := fourth(v); ok {
+				e.fsgid = n
 			}
 		}
 	}
-	if pid != tid {
+	if e.pid != tid {
 		// A thread's name may differ from its process's.
-		if b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm"); err == nil {
-			name = strings.TrimSuffix(string(b), "\n")
+		if b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(e.pid), 10) + "/comm"); err == nil {
+			e.comm = strings.TrimSuffix(string(b), "\n")
 		}
 	}
-	return pid, name
+	return e
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/journal"
@@ -29,10 +30,17 @@ type recorder struct {
 	j     *journal.Journal
 	aside *aside.Area
 	log   *slog.Logger
+	// agents says which processes are a turn's agent (agent.go); nil:
+	// every process is.
+	agents *agent.Tracker
 
-	mu     sync.Mutex
-	epoch  uint64
-	inodes map[uint64]*inodeState // for the current epoch only
+	mu    sync.Mutex
+	epoch uint64
+	// inodes is what the current epoch journaled of each inode for the
+	// turn's agent, and others for processes outside its scope: each
+	// journals its own pre-images, so a change of either always leaves
+	// a record of its own (agent.go).
+	inodes, others map[uint64]*inodeState
 	// stamps says when the mount last changed each inode (Unix
 	// nanoseconds, taken after the change reached the backing
 	// directory), since package rescan last took them: an inode whose
@@ -59,7 +67,7 @@ type inodeState struct {
 }
 
 func newRecorder(j *journal.Journal, a *aside.Area, log *slog.Logger) *recorder {
-	return &recorder{j: j, aside: a, log: log, inodes: map[uint64]*inodeState{}}
+	return &recorder{j: j, aside: a, log: log, inodes: map[uint64]*inodeState{}, others: map[uint64]*inodeState{}}
 }
 
 // change is one mutating request in flight.
@@ -74,6 +82,9 @@ type change struct {
 	made   []made
 	took   []took
 	landed bool
+	// outside says whether the caller is outside the turn's agent
+	// scope: 0 not asked yet, 1 no (the agent's, or no scope), 2 yes.
+	outside uint8
 }
 
 // who is the process behind a request. FUSE reports the calling thread;
@@ -81,12 +92,15 @@ type change struct {
 // record needs them, which most requests (writes to new files, say)
 // never do.
 type who struct {
-	once sync.Once
-	raw  journal.Caller // Pid is the thread id
-	res  journal.Caller
+	raw journal.Caller // Pid is the thread id
 	// find, if set, names the process behind a request with pid 0 (a
 	// flush of a shared mapping), or returns 0.
 	find func() uint32
+
+	tidOnce sync.Once
+	tid     uint32 // raw.Pid, or for pid 0 what find found
+	once    sync.Once
+	res     journal.Caller
 }
 
 func whoOf(ctx context.Context) *who {
@@ -97,18 +111,48 @@ func whoOf(ctx context.Context) *who {
 	return w
 }
 
-// get returns the process, resolved at the first call.
+// thread returns the thread behind the request: the one FUSE reported,
+// or for a request with pid 0 a thread of a process that maps the file
+// (found once), or 0.
+func (w *who) thread() uint32 {
+	w.tidOnce.Do(func() {
+		w.tid = w.raw.Pid
+		if w.tid == 0 && w.find != nil {
+			w.tid = w.find()
+		}
+	})
+	return w.tid
+}
+
+// get returns the process, resolved at the first call. For a request
+// with pid 0, the uid and gid are those of the process found mapping
+// the file (the kernel's own are no one's).
 func (w *who) get() journal.Caller {
 	w.once.Do(func() {
 		w.res = w.raw
-		if w.res.Pid == 0 && w.find != nil {
-			w.res.Pid = w.find()
-		}
-		if w.res.Pid != 0 {
-			w.res.Pid, w.res.Comm = process(w.res.Pid)
+		if tid := w.thread(); tid != 0 {
+			w.res.Pid, w.res.Comm = process(tid)
+			if w.raw.Pid == 0 {
+				_, w.res.Uid, w.res.Gid = identify(tid)
+			}
 		}
 	})
 	return w.res
+}
+
+// ident returns the process and filesystem uid that decide whether the
+// request is an agent's: from the request and the process cache, with
+// no system call while the cache holds the thread.
+func (w *who) ident() (pid, uid uint32) {
+	tid := w.thread()
+	if tid == 0 {
+		return 0, w.raw.Uid
+	}
+	pid, fsuid, _ := identify(tid)
+	if w.raw.Pid == 0 {
+		return pid, fsuid
+	}
+	return pid, w.raw.Uid
 }
 
 // begin opens a change for the request in ctx. pid0 names who is behind
@@ -164,6 +208,7 @@ func (r *recorder) takeStamps() map[uint64]int64 {
 // not be performed if record fails: fail closed, never unrecorded.
 func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
 	rec.Caller = c.caller.get()
+	rec.NotAgent = c.notAgent()
 	if err := c.r.j.Append(c.g, rec, src); err != nil {
 		c.r.log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)
 		return err
@@ -177,16 +222,21 @@ func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
 func (c *change) state(ino uint64) *inodeState {
 	r := c.r
 	c.touched = append(c.touched, ino)
+	other := c.notAgent()
 	r.mu.Lock()
 	if r.epoch != c.g.Epoch || r.inodes == nil {
 		// A turn boundary: everything must be journaled afresh.
 		r.epoch = c.g.Epoch
-		r.inodes = map[uint64]*inodeState{}
+		r.inodes, r.others = map[uint64]*inodeState{}, map[uint64]*inodeState{}
 	}
-	s := r.inodes[ino]
+	m := r.inodes
+	if other {
+		m = r.others
+	}
+	s := m[ino]
 	if s == nil {
 		s = &inodeState{}
-		r.inodes[ino] = s
+		m[ino] = s
 	}
 	r.mu.Unlock()
 	s.mu.Lock()
@@ -202,7 +252,7 @@ func (r *recorder) forgetEpoch(epoch uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.epoch != epoch {
-		r.epoch, r.inodes = epoch, nil
+		r.epoch, r.inodes, r.others = epoch, nil, nil
 	}
 }
 
