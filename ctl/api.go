@@ -18,6 +18,37 @@ type BeginTurnRequest struct {
 	// Anchor ties the turn to the conversation, e.g. the id of the user
 	// message that started it. A rollback's marker returns it.
 	Anchor string `json:"anchor,omitempty"`
+	// Agent names the processes that are the turn's agent. Absent or
+	// empty: the mount's default (cowfs mount --agent-*; cowfs run: its
+	// command), and without one every process.
+	Agent *AgentScope `json:"agent,omitempty"`
+}
+
+// AgentScope names the processes that are a turn's agent: a process is
+// the agent's if any entry holds it. A change any other process makes
+// during the turn (a person's editor, another tool) is journaled but is
+// not the turn's: it is marked "agent": false, and rollbacks never undo
+// it and treat the turn's changes to the same paths as conflicts, as
+// they treat changes made outside turns (unless forced).
+type AgentScope struct {
+	// Uids: processes whose filesystem uid is one of these.
+	Uids []uint32 `json:"uids,omitempty"`
+	// Pids: these processes and every process descended from them from
+	// the turn's begin on (also one re-parented away, such as a daemon
+	// that double-forked). Each must be running when the turn begins.
+	Pids []uint32 `json:"pids,omitempty"`
+	// Cgroups: processes in these cgroup v2 cgroups or beneath them; a
+	// path as /proc/PID/cgroup gives it (/system.slice/x.scope), or the
+	// same under the cgroup2 mount (/sys/fs/cgroup/system.slice/x.scope).
+	// Each must exist when the turn begins.
+	Cgroups []string `json:"cgroups,omitempty"`
+}
+
+// NotAgent is the value of an "agent" field that marks a change as not
+// the turn's agent's.
+func NotAgent() *bool {
+	f := false
+	return &f
 }
 
 // Turn describes one turn.
@@ -30,9 +61,15 @@ type Turn struct {
 	BeganAt time.Time  `json:"began_at"`
 	EndedAt *time.Time `json:"ended_at,omitempty"`
 
-	ChangedPaths int   `json:"changed_paths"` // paths with a net change
+	ChangedPaths int   `json:"changed_paths"` // paths with a net change by the turn's agent
 	Records      int   `json:"records"`       // journal records
 	JournalBytes int64 `json:"journal_bytes"` // bytes the turn added to the journal
+	// NotAgentPaths counts the paths processes outside the turn's agent
+	// scope changed during it: not the turn's changes.
+	NotAgentPaths int `json:"not_agent_paths,omitempty"`
+	// Agent is the turn's agent scope, absent if every process is its
+	// agent.
+	Agent *AgentScope `json:"agent,omitempty"`
 }
 
 // Resources are what the daemon process holds.
@@ -90,7 +127,16 @@ type Change struct {
 	// start-up. What it destroyed is unknown: a rollback leaves the path
 	// alone and reports it, unless forced.
 	Outside bool `json:"outside,omitempty"`
+	// Agent is false for a change made by processes outside the turn's
+	// agent scope (pid, uid and command are theirs): not the turn's, a
+	// rollback leaves it and reports the turn's changes to the path as
+	// conflicts, unless forced. A turn lists such a change apart from
+	// the agent's change to the same path. Absent: the agent's.
+	Agent *bool `json:"agent,omitempty"`
 }
+
+// ByAgent reports whether the change is the turn's agent's.
+func (c Change) ByAgent() bool { return c.Agent == nil || *c.Agent }
 
 // TurnDetail is the body of GET /v1/turns/{ref}.
 type TurnDetail struct {
@@ -175,7 +221,8 @@ type RollbackRequest struct {
 	// DryRun returns the plan and changes nothing.
 	DryRun bool `json:"dry_run,omitempty"`
 	// Force also restores paths changed outside turns since To began,
-	// which are otherwise skipped and reported.
+	// or during them by processes outside their agent scope, which are
+	// otherwise skipped and reported.
 	Force bool `json:"force,omitempty"`
 }
 
@@ -398,6 +445,9 @@ type Event struct {
 	Command string `json:"command,omitempty"`
 	// Outside: found changed outside the mount (no pid, uid, command).
 	Outside bool `json:"outside,omitempty"`
+	// Agent is false for a change made during a turn by a process
+	// outside the turn's agent scope (see Change.Agent).
+	Agent *bool `json:"agent,omitempty"`
 
 	// turn_begin; turn_pruned (id).
 	ID     string `json:"id,omitempty"`
@@ -444,6 +494,9 @@ type DiffFile struct {
 	// Note says why there is no diff of a changed path (a symlink's
 	// target, a directory).
 	Note string `json:"note,omitempty"`
+	// Agent is false if (some of) the change was made during a turn by
+	// a process outside the turn's agent scope (see Change.Agent).
+	Agent *bool `json:"agent,omitempty"`
 }
 
 // MaxDiffBytes is the largest file version a diff shows.

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
@@ -45,6 +46,9 @@ type Options struct {
 	// NoSuid and NoDev mount the view nosuid and nodev whatever the
 	// backing filesystem allows (see fs.Config).
 	NoSuid, NoDev bool
+	// Agent is the agent scope of every turn that names none (agent.go);
+	// empty: such a turn belongs to every process.
+	Agent agent.Spec
 }
 
 // Daemon serves one mounted workspace.
@@ -63,6 +67,11 @@ type Daemon struct {
 	scanner *rescan.Scanner
 	mount   *fs.Mount
 	srv     *ctl.Server
+	// agents follows the processes agent scopes name; defaultAgent is
+	// the scope of turns that name none (agent.go).
+	agents       *agent.Tracker
+	agentMu      sync.Mutex
+	defaultAgent *journal.Scope
 
 	offline bool     // OpenOffline: no mount, turns refused
 	private string   // OpenOffline: the private socket's directory
@@ -142,6 +151,11 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if err := makeStateDirs(d.loc); err != nil {
 		return nil, err
 	}
+	// The default agent scope names processes that must be there now.
+	d.agents = agent.NewTracker(log)
+	if d.defaultAgent, err = d.agents.Resolve(opts.Agent); err != nil {
+		return nil, fmt.Errorf("the agent scope (--agent-*): %w", err)
+	}
 
 	if err := d.open(ws, jdir); err != nil {
 		return nil, err
@@ -149,7 +163,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 
 	d.mount, err = fs.New(fs.Config{
 		Root: d.rootFd, Mountpoint: mnt, FsName: ws,
-		Journal: d.j, Aside: d.area, Logger: log, Debug: opts.Debug,
+		Journal: d.j, Aside: d.area, Agents: d.agents, Logger: log, Debug: opts.Debug,
 		CacheTimeout: opts.CacheTimeout, MaxNodes: opts.MaxNodes,
 		NoSuid: opts.NoSuid, NoDev: opts.NoDev,
 	})
@@ -327,6 +341,9 @@ func (d *Daemon) release() {
 		d.srv.Close()
 	}
 	d.closeWorkspace()
+	if d.agents != nil {
+		d.agents.Close()
+	}
 	// Last: the socket's absence tells cowfs umount the daemon is done.
 	if d.mntLoc != nil {
 		os.Remove(d.mntLoc.Socket())

@@ -204,6 +204,9 @@ func diffFile(c journal.Change, oldPath string, old, new version, stat bool) ctl
 			f.From = ctl.Path(oldPath)
 		}
 	}
+	if c.NotAgent {
+		f.Agent = ctl.NotAgent()
+	}
 	switch {
 	case old.exists && !new.exists && c.Kind != journal.Deleted:
 		f.Status = journal.Deleted

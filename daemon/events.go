@@ -65,6 +65,9 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 func eventOf(r *journal.Record) (ctl.Event, bool) {
 	e := ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: ctl.EventChange,
 		Path: ctl.Path(r.Path), Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
+	if r.NotAgent {
+		e.Agent = ctl.NotAgent()
+	}
 	if r.Group != 0 || aside.Private(r.Path) && r.Kind != journal.KindRename {
 		return e, false
 	}

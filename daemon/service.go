@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
@@ -74,6 +76,10 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	if err := d.mount.FlushWriteback(); err != nil {
 		d.log.Warn("flushing writeback before the turn", "err", err)
 	}
+	scope, err := d.turnScope(req.Agent)
+	if err != nil {
+		return ctl.Turn{}, err
+	}
 	d.rbMu.Lock()
 	defer d.rbMu.Unlock()
 	if _, open := d.j.OpenTurn(); !open {
@@ -88,7 +94,7 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 			return ctl.Turn{}, apiError(err)
 		}
 	}
-	t, err := d.j.BeginTurn(req.ID, req.Anchor, time.Now())
+	t, err := d.j.BeginAgentTurn(req.ID, req.Anchor, scope, time.Now())
 	if err != nil {
 		return ctl.Turn{}, apiError(err)
 	}
@@ -197,12 +203,19 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 	if t.Open() {
 		end = 0
 	}
-	var fold journal.Folder
+	// The agent's records and the others' are folded apart: a path both
+	// changed is listed twice, once as the turn's change and once as
+	// the others' (ctl.Change.Agent).
+	var fold, others journal.Folder
 	var records int
 	var stored int64
 	err := s.d.j.Scan(t.StartSeq, end, false, func(r *journal.Record) error {
 		if r.Turn == t.Num && r.Kind != journal.KindEvent && (step == "" || r.Step == step) {
-			fold.Add(r)
+			if r.NotAgent {
+				others.Add(r)
+			} else {
+				fold.Add(r)
+			}
 			records++
 			stored += r.Stored
 		}
@@ -214,19 +227,32 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 	d := ctl.TurnDetail{Turn: turnOf(t), Changes: []ctl.Change{}}
 	d.Records, d.JournalBytes = records, stored
 	if !list {
-		d.ChangedPaths = fold.Count(func(c *journal.Change) bool { return !aside.Private(c.Path) })
+		inWorkspace := func(c *journal.Change) bool { return !aside.Private(c.Path) }
+		d.ChangedPaths, d.NotAgentPaths = fold.Count(inWorkspace), others.Count(inWorkspace)
 		return d, nil
 	}
-	changes := visible(fold.Changes())
-	d.ChangedPaths, d.Changes = len(changes), make([]ctl.Change, 0, len(changes))
+	changes, otherChanges := visible(fold.Changes()), visible(others.Changes())
+	d.ChangedPaths, d.NotAgentPaths = len(changes), len(otherChanges)
+	d.Changes = make([]ctl.Change, 0, len(changes)+len(otherChanges))
 	for _, c := range changes {
-		d.Changes = append(d.Changes, ctl.Change{
-			Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
-			Outside: c.Outside,
-			Pid:     c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
-		})
+		d.Changes = append(d.Changes, changeOf(c))
 	}
+	for _, c := range otherChanges {
+		ch := changeOf(c)
+		ch.Agent = ctl.NotAgent()
+		d.Changes = append(d.Changes, ch)
+	}
+	// By path; the agent's change to a path before the others'.
+	sort.SliceStable(d.Changes, func(a, b int) bool { return d.Changes[a].Path < d.Changes[b].Path })
 	return d, nil
+}
+
+func changeOf(c journal.Change) ctl.Change {
+	return ctl.Change{
+		Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
+		Outside: c.Outside,
+		Pid:     c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
+	}
 }
 
 // visible drops changes inside cowfs's private directory.
@@ -241,7 +267,7 @@ func visible(cs []journal.Change) []journal.Change {
 }
 
 func turnOf(t journal.Turn) ctl.Turn {
-	wt := ctl.Turn{Num: t.Num, ID: t.ID, Anchor: t.Anchor, State: ctl.StateOpen, BeganAt: t.Began}
+	wt := ctl.Turn{Num: t.Num, ID: t.ID, Anchor: t.Anchor, State: ctl.StateOpen, BeganAt: t.Began, Agent: scopeOf(t.Agent)}
 	if t.RevertedBy != 0 {
 		wt.State = ctl.StateReverted
 	}
@@ -416,7 +442,8 @@ func apiError(err error) error {
 		return ctl.Errorf(ctl.CodeConflict, "%v", err)
 	case errors.Is(err, journal.ErrTurnNotFound):
 		return ctl.Errorf(ctl.CodeNotFound, "%v", err)
-	case errors.Is(err, journal.ErrInvalid), errors.Is(err, backing.ErrEscapes), errors.Is(err, backing.ErrBadPath):
+	case errors.Is(err, journal.ErrInvalid), errors.Is(err, backing.ErrEscapes), errors.Is(err, backing.ErrBadPath),
+		errors.Is(err, agent.ErrNoProcess), errors.Is(err, agent.ErrNoCgroup):
 		return ctl.Errorf(ctl.CodeBadRequest, "%v", err)
 	// A path the workspace cannot resolve as asked: it goes through a
 	// symbolic link (which cowfs never follows), out of the workspace,

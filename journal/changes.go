@@ -37,6 +37,9 @@ type Change struct {
 	// (sed -i), of the file it replaced. A diff reads the old version
 	// there. "" for what is new (created), and for the root.
 	Origin string
+	// NotAgent: (some of) the change was made during a turn by a
+	// process outside the turn's agent scope (Record.NotAgent).
+	NotAgent bool
 }
 
 // Changes folds records, in sequence order, into one change per path:
@@ -169,6 +172,14 @@ func foldRecord(m map[string]*Change, r *Record) {
 		}
 	case KindRename:
 		foldRename(m, r, add)
+		if r.NotAgent {
+			for _, p := range []string{r.Path, r.Path2} {
+				if e := m[p]; e != nil {
+					e.NotAgent = true
+				}
+			}
+		}
+		return
 	case KindOutside:
 		kind := r.Cause.OutsideKind()
 		switch {
@@ -180,6 +191,9 @@ func foldRecord(m map[string]*Change, r *Record) {
 			e.Kind = kind
 		}
 		e.Outside = true
+	}
+	if e := m[r.Path]; e != nil && r.NotAgent {
+		e.NotAgent = true
 	}
 }
 
