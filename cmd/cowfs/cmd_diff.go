@@ -67,6 +67,9 @@ func runDiff(opts diffOptions, req ctl.DiffRequest) error {
 	for _, f := range d.Files {
 		switch {
 		case f.Diff != "":
+			if f.Agent != nil && !*f.Agent {
+				fmt.Printf("# %s: changed (in part) by a process that is not the turn's agent\n", shownPath(f.Path))
+			}
 			fmt.Print(colorDiff(f.Diff, color))
 		default:
 			fmt.Printf("%s %s%s\n", f.Status, shownPath(f.Path), diffNote(f))
@@ -88,6 +91,9 @@ func diffNote(f ctl.DiffFile) string {
 	case f.Note != "":
 		notes = append(notes, f.Note)
 	}
+	if f.Agent != nil && !*f.Agent {
+		notes = append(notes, "not the agent's")
+	}
 	if len(notes) == 0 {
 		return ""
 	}
@@ -104,6 +110,8 @@ func printStat(d ctl.Diff) {
 		counts := fmt.Sprintf("%d %s", f.Added+f.Removed, strings.Repeat("+", min(f.Added, 40))+strings.Repeat("-", min(f.Removed, 40)))
 		if f.Binary || f.TooLarge || f.Note != "" {
 			counts = strings.TrimPrefix(diffNote(f), " ")
+		} else if f.Agent != nil && !*f.Agent {
+			counts += " (not the agent's)"
 		}
 		fmt.Printf(" %-*s | %s\n", width, shownPath(f.Path), counts)
 		added += f.Added

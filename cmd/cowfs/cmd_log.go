@@ -45,7 +45,12 @@ func runLog(opts logOptions) error {
 		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "TURN\tID\tANCHOR\tSTATE\tBEGAN\tPATHS\tJOURNAL")
 		for _, t := range l.Turns {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Num, dash(shown(t.ID)), dash(shown(t.Anchor)), t.State, when(t.BeganAt), t.ChangedPaths, humanBytes(t.JournalBytes))
+			paths := fmt.Sprint(t.ChangedPaths)
+			if t.NotAgentPaths > 0 {
+				// Paths others changed during the turn: not its own.
+				paths += fmt.Sprintf(" (+%d not the agent's)", t.NotAgentPaths)
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Num, dash(shown(t.ID)), dash(shown(t.Anchor)), t.State, when(t.BeganAt), paths, humanBytes(t.JournalBytes))
 		}
 		w.Flush()
 	}

@@ -31,6 +31,7 @@ type mountOptions struct {
 	cpuProfile string
 	cache      time.Duration
 	maxNodes   int
+	agent      agentFlags
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -50,7 +51,11 @@ The daemon runs in the foreground until SIGINT or SIGTERM, or until
 --background it detaches and returns once the mount and the control socket are
 ready; it then logs to the workspace's state directory.
 
-A stale mount left by a daemon that was killed is cleared, with a warning.`,
+A stale mount left by a daemon that was killed is cleared, with a warning.
+
+` + agentHelp + ` Here they are the default of every turn that names
+no agent of its own ('cowfs turn begin --agent-*'). Each --agent-pid must be
+running (else exit 2).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "" {
@@ -81,6 +86,7 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
 	f.IntVar(&opts.maxNodes, "max-nodes", daemon.DefaultMaxNodes, "let the kernel keep at most `N` files and directories looked up before the least used are dropped from its cache (each costs the daemon about 500 bytes; a dropped name is looked up again when next used)")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
+	opts.agent.add(f, "turns'")
 }
 
 // daemonOptions checks the flags and returns the daemon's options.
@@ -94,7 +100,7 @@ func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
 	return daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
-		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes,
+		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes, Agent: opts.agent.spec(),
 	}, nil
 }
 

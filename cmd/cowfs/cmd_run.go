@@ -72,6 +72,12 @@ back.
 With --turn the whole command is one turn, begun before it starts and ended
 after it exits, whatever its status: a one-shot agent gets a turn per run.
 
+Turns are COMMAND's: a change made during a turn by a process that is not
+COMMAND or descended from it (one that entered the namespace with nsenter,
+say) is not the turn's, and rollbacks leave it alone unless forced. A turn
+begun with its own --agent-* scope, or cowfs run's --agent-uid, --agent-pid
+and --agent-cgroup, name the agent instead.
+
 COMMAND gets standard input, output and error and no other descriptor: none
 of cowfs's, none cowfs run inherited. The workspace is mounted nosuid and
 nodev, so no file in it raises COMMAND's privileges: set-user-ID and

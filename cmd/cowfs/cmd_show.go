@@ -21,7 +21,7 @@ func newShowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show TURN",
 		Short: "Show what a turn changed, and which process changed it",
-		Long:  "Show the paths TURN (a number, or the harness's id) changed, with the net kind of each change, the pre-image bytes journaled for it, and the pid, uid and command that made it.",
+		Long:  "Show the paths TURN (a number, or the harness's id) changed, with the net kind of each change, the pre-image bytes journaled for it, and the pid, uid and command that made it. In a turn whose agent was named (--agent-*), changes other processes made during it are listed apart, marked \"not the agent's\": they are not the turn's, and rollbacks leave them alone unless forced.",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTurnRefs(args[0]); err != nil {
@@ -51,8 +51,8 @@ func runShow(opts showOptions, ref string) error {
 	if d.EndedAt != nil {
 		ended = "ended " + when(*d.EndedAt)
 	}
-	fmt.Printf("turn %d%s: began %s, %s; %d paths changed, %s journaled\n",
-		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, d.ChangedPaths, humanBytes(d.JournalBytes))
+	fmt.Printf("turn %d%s: began %s, %s; %d paths changed%s, %s journaled%s\n",
+		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, d.ChangedPaths, notAgentPaths(d.NotAgentPaths), humanBytes(d.JournalBytes), agentNote(d.Agent))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, ch := range d.Changes {
 		path := shownPath(ch.Path)
@@ -63,7 +63,11 @@ func runShow(opts showOptions, ref string) error {
 			fmt.Fprintf(w, "  %s\t%s\t%s\toutside the mount\n", ch.Kind, path, humanBytes(ch.Bytes))
 			continue
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d\n", ch.Kind, path, humanBytes(ch.Bytes), dash(shown(ch.Command)), ch.Pid, ch.Uid)
+		whose := ""
+		if !ch.ByAgent() {
+			whose = "\tnot the agent's"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d%s\n", ch.Kind, path, humanBytes(ch.Bytes), dash(shown(ch.Command)), ch.Pid, ch.Uid, whose)
 	}
 	return w.Flush()
 }

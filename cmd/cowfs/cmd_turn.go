@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 type turnBeginOptions struct {
 	id, anchor string
 	json       bool
+	agent      agentFlags
 }
 
 type turnEndOptions struct {
@@ -32,7 +34,12 @@ func newTurnCommand() *cobra.Command {
 nothing that reads as a number, since numbers name turns by position (7, 07,
 -1, +5, 0x10, 1e3 and 1.5 are refused, exit 2). --anchor ties it to the
 conversation, e.g. the user message id, and is returned in the marker a
-rollback to before this turn leaves.`,
+rollback to before this turn leaves.
+
+` + agentHelp + ` Without them, the turn gets the
+daemon's default (cowfs mount --agent-*; under cowfs run, its command).
+Each --agent-pid must be running and each --agent-cgroup must exist (else
+exit 2).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTurnID(bo.id); err != nil {
@@ -44,6 +51,7 @@ rollback to before this turn leaves.`,
 	begin.Flags().StringVar(&bo.id, "id", "", "the harness's id for the turn")
 	begin.Flags().StringVar(&bo.anchor, "anchor", "", "conversation anchor, e.g. the user message id")
 	begin.Flags().BoolVar(&bo.json, "json", false, "print JSON")
+	bo.agent.add(begin.Flags(), "the turn's")
 
 	var eo turnEndOptions
 	end := &cobra.Command{
@@ -76,7 +84,7 @@ rollback to before this turn leaves.`,
 func runTurnBegin(opts turnBeginOptions) error {
 	var t ctl.Turn
 	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
-		t, err = c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor})
+		t, err = c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor, Agent: opts.agent.scope()})
 		return err
 	})
 	if err != nil {
@@ -85,7 +93,7 @@ func runTurnBegin(opts turnBeginOptions) error {
 	if opts.json {
 		return printJSON(t)
 	}
-	fmt.Printf("turn %d began%s\n", t.Num, idAnchor(t.ID, t.Anchor))
+	fmt.Printf("turn %d began%s%s\n", t.Num, idAnchor(t.ID, t.Anchor), agentNote(t.Agent))
 	return nil
 }
 
@@ -101,6 +109,32 @@ func runTurnEnd(opts turnEndOptions) error {
 	if opts.json {
 		return printJSON(t)
 	}
-	fmt.Printf("turn %d ended: %d paths changed, %s journaled\n", t.Num, t.ChangedPaths, humanBytes(t.JournalBytes))
+	fmt.Printf("turn %d ended: %d paths changed%s, %s journaled\n", t.Num, t.ChangedPaths, notAgentPaths(t.NotAgentPaths), humanBytes(t.JournalBytes))
 	return nil
+}
+
+// agentNote says who a turn's agent is, if it is not everyone.
+func agentNote(s *ctl.AgentScope) string {
+	if s == nil {
+		return ""
+	}
+	var who []string
+	for _, u := range s.Uids {
+		who = append(who, fmt.Sprintf("uid %d", u))
+	}
+	for _, p := range s.Pids {
+		who = append(who, fmt.Sprintf("pid %d and its descendants", p))
+	}
+	for _, c := range s.Cgroups {
+		who = append(who, "cgroup "+shown(c))
+	}
+	return "; agent: " + strings.Join(who, ", ")
+}
+
+// notAgentPaths says how many paths others changed during a turn.
+func notAgentPaths(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d by processes not the agent's)", n)
 }

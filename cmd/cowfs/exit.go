@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
@@ -29,7 +30,8 @@ const exitCodeHelp = `Exit codes:
   0  success
   1  error
   2  bad usage or bad request (an empty path, a TURN that reads as a number
-     but is no turn number)
+     but is no turn number, an --agent-pid that is not running or an
+     --agent-cgroup that does not exist)
   3  no daemon is running for the workspace
   4  busy: a turn is open (or another rollback runs); umount: processes
      still use the workspace (they are named); purge: a daemon serves the
@@ -66,7 +68,8 @@ func exitCode(err error) int {
 		return int(status)
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.As(err, &ue), errors.Is(err, daemon.ErrEmptyPath):
+	case errors.As(err, &ue), errors.Is(err, daemon.ErrEmptyPath),
+		errors.Is(err, agent.ErrNoProcess), errors.Is(err, agent.ErrNoCgroup):
 		return exitUsage
 	case errors.Is(err, ctl.ErrNotRunning):
 		return exitNotRunning

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
@@ -107,18 +108,36 @@ func relayedSignals() (chan os.Signal, error) {
 // supervise runs the command, in one turn if asked, and returns its
 // status. An error means what cowfs itself failed to do; with it the
 // status is that of the command if it ran.
+//
+// Turns are scoped to the command — its process and every process
+// descended from it (package agent) — unless --agent-* name another
+// agent: the only other processes that can reach the mount are those
+// that enter its mount namespace (nsenter, a debugger), which are a
+// person's, not the command's. The scope is set, and the turn begun,
+// once the command's process exists and before it runs a thing
+// (runCommand holds it until then), so nothing it does escapes either.
 func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umask int, sig chan os.Signal) (int, error) {
 	c := ctl.NewClient(d.Socket())
-	if opts.turn {
-		ctx, cancel := requestContext()
-		_, err := c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor})
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("beginning the turn: %w", err)
+	began := false
+	started := func(pid int) error {
+		if opts.agent.empty() {
+			if err := d.SetDefaultAgent(agent.Spec{Pids: []uint32{uint32(pid)}}); err != nil {
+				return err
+			}
 		}
+		if !opts.turn {
+			return nil
+		}
+		ctx, cancel := requestContext()
+		defer cancel()
+		if _, err := c.BeginTurn(ctx, ctl.BeginTurnRequest{ID: opts.id, Anchor: opts.anchor}); err != nil {
+			return fmt.Errorf("beginning the turn: %w", err)
+		}
+		began = true
+		return nil
 	}
-	status, err := runCommand(argv, wd, umask, sig)
-	if opts.turn {
+	status, err := runCommand(argv, wd, umask, sig, started)
+	if began {
 		// Also when the command failed: what it did is the turn's.
 		ctx, cancel := requestContext()
 		_, terr := c.EndTurn(ctx)
@@ -133,7 +152,9 @@ func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umas
 // runCommand starts the command in a process group of its own,
 // forwards signals to that group, and waits. When the command exits,
 // what it left in its group is killed: the workspace is about to go.
-func runCommand(argv []string, wd string, umask int, sig chan os.Signal) (int, error) {
+// started is called with the command's pid before the command runs
+// anything; if it fails, the command is killed unstarted.
+func runCommand(argv []string, wd string, umask int, sig chan os.Signal, started func(pid int) error) (int, error) {
 	select {
 	case s := <-sig:
 		if s != syscall.SIGWINCH {
@@ -169,6 +190,11 @@ func runCommand(argv []string, wd string, umask int, sig chan os.Signal) (int, e
 		return 0, err
 	}
 	pgid := cmd.Process.Pid
+	if err := started(pgid); err != nil {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		waitCommand(pgid, nil)
+		return 0, err
+	}
 	tty := takeTerminal(pgid)
 	release.Close() // the command may go on (run_exec.go)
 	done := make(chan struct{})
