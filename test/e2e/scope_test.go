@@ -436,3 +436,51 @@ func TestAgentScopeRefused(t *testing.T) {
 		t.Errorf("a refused turn began: %+v", st.OpenTurn)
 	}
 }
+
+// A write through a shared mapping reaches the daemon with pid 0 when
+// the kernel writes the page back; it is the process's that maps the
+// file: the person's if the person maps it, the agent's if the agent
+// does.
+func TestMappedWriteScope(t *testing.T) {
+	for _, who := range []string{"person", "agent"} {
+		t.Run(who, func(t *testing.T) {
+			w := scopeWorkspace(t)
+			if err := os.WriteFile(w.path("m.bin"), bytes8k('A'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m := startMapper(t, w.path("m.bin"), 8192)
+			a := startAgent(t, w.mnt, nil)
+			scope := a.pid()
+			if who == "agent" {
+				scope = m.cmd.Process.Pid
+			}
+			w.cowfs("turn", "begin", "--agent-pid", strconv.Itoa(scope))
+			m.must("fill B") // written back at once (msync), with pid 0
+			if who == "person" {
+				a.do("echo agent > a.txt")
+			}
+			w.cowfs("turn", "end")
+			for _, c := range w.turn("1").Changes {
+				if c.Path != "m.bin" {
+					continue
+				}
+				if c.ByAgent() != (who == "agent") || c.Pid != uint32(m.cmd.Process.Pid) {
+					t.Errorf("m.bin: %+v, want the %s's (the mapper, pid %d)", c, who, m.cmd.Process.Pid)
+				}
+			}
+			res := byPath(w.rollback("1"))
+			if who == "person" {
+				if res["m.bin"].Action != ctl.ActionSkip {
+					t.Errorf("rollback of the person's mapped write: %+v", res["m.bin"])
+				}
+				if got := w.fileRuns("m.bin"); got != "B*8192" {
+					t.Errorf("m.bin after the rollback: %s, want the person's B*8192", got)
+				}
+			} else if got := w.fileRuns("m.bin"); got != "A*8192" {
+				t.Errorf("m.bin after the rollback: %s, want A*8192 again", got)
+			}
+		})
+	}
+}
+
+func bytes8k(c byte) []byte { return []byte(strings.Repeat(string(c), 8192)) }
