@@ -9,7 +9,7 @@
 import { CowfsClient } from "./client.js";
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.js";
 import { ChangeFeed, type FileChangedEvent, type RewindCause } from "./feed.js";
-import type { DiffFile, Marker, PathAction, RollbackCounts, RollbackResult, Turn, TurnRef } from "./types.js";
+import type { AgentScope, DiffFile, Marker, PathAction, RollbackCounts, RollbackResult, Turn, TurnRef } from "./types.js";
 
 export type { FileChange, FileChangedEvent, RewindCause } from "./feed.js";
 
@@ -136,9 +136,13 @@ export class History {
     return this.feed.close();
   }
 
-  /** A user message arrived: begin its turn. anchor is the message's id; id the harness's own turn id, if any. */
-  async beginTurn(t: { id?: string; anchor?: string } = {}): Promise<Turn> {
-    const turn = await this.client.beginTurn({ id: t.id, anchor: t.anchor });
+  /**
+   * A user message arrived: begin its turn. anchor is the message's id; id
+   * the harness's own turn id, if any; agent the processes that are the
+   * agent (absent: the daemon's default).
+   */
+  async beginTurn(t: { id?: string; anchor?: string; agent?: AgentScope } = {}): Promise<Turn> {
+    const turn = await this.client.beginTurn({ id: t.id, anchor: t.anchor, agent: t.agent });
     this.feed.turnBegan(turn.num, turn.anchor);
     return turn;
   }

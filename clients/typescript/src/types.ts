@@ -9,12 +9,34 @@
 // test/contract.test.ts checks real replies against it: a field ctl/api.go
 // gains fails there until it is declared here.
 
-/** The body of `POST /v1/turns`. Both fields are optional. */
+/** The body of `POST /v1/turns`. Every field is optional. */
 export interface BeginTurnRequest {
   /** The harness's own id for the turn, unique in the window; not a number (numbers name turns by position). At most 256 bytes. */
   id?: string;
   /** Ties the turn to the conversation, e.g. the user message's id; a rollback's marker returns it. At most 1024 bytes. */
   anchor?: string;
+  /**
+   * The processes that are the turn's agent. Absent or empty: the daemon's
+   * default (`cowfs mount --agent-*`; under `cowfs run`, its command), and
+   * without one every process.
+   */
+  agent?: AgentScope;
+}
+
+/**
+ * The processes that are a turn's agent: a process is the agent's if any
+ * entry holds it. A change another process makes during the turn (a
+ * person's editor, a second tool) is journaled but not the turn's: it
+ * carries `agent: false`, and rollbacks never undo it (unless forced) and
+ * skip the turn's changes to the same paths as conflicts.
+ */
+export interface AgentScope {
+  /** Processes whose filesystem uid is one of these. */
+  uids?: number[];
+  /** These processes and their descendants, followed across fork, exec and re-parenting; each must be running when the turn begins. */
+  pids?: number[];
+  /** Processes in these cgroup v2 cgroups or beneath them (`/system.slice/agent.scope`, or the same under the cgroup2 mount); each must exist. */
+  cgroups?: string[];
 }
 
 /** A turn's state: `reverted` turns were rolled back and are dropped when the next turn begins. */
@@ -31,12 +53,16 @@ export interface Turn {
   state: TurnState;
   began_at: string;
   ended_at?: string;
-  /** Paths with a net change. */
+  /** Paths with a net change by the turn's agent. */
   changed_paths: number;
   /** Journal records. */
   records: number;
   /** Bytes the turn added to the journal. */
   journal_bytes: number;
+  /** Paths processes outside the turn's agent scope changed during it: not the turn's changes. */
+  not_agent_paths?: number;
+  /** The turn's agent scope; absent if every process is its agent. */
+  agent?: AgentScope;
 }
 
 /** The body of `GET /v1/turns`. */
@@ -115,6 +141,14 @@ export interface Change {
    * it, unless forced.
    */
   outside?: boolean;
+  /**
+   * `false` for a change made by processes outside the turn's agent scope
+   * (`pid`, `uid` and `command` are theirs): not the turn's; a rollback
+   * leaves it and skips the turn's changes to the path, unless forced. A
+   * turn lists it apart from the agent's change to the same path. Absent:
+   * the agent's.
+   */
+  agent?: false;
 }
 
 /** The body of `GET /v1/turns/{ref}`. */
@@ -321,6 +355,8 @@ export interface Event {
   command?: string;
   /** A change found outside the mount (no process). */
   outside?: boolean;
+  /** `false`: made during a turn by a process outside its agent scope (see `Change.agent`). */
+  agent?: false;
 
   // turn_begin; turn_pruned (id).
   id?: string;
@@ -370,6 +406,8 @@ export interface DiffFile {
   diff?: string;
   /** Why there is no diff of a changed path (a symlink's target, a directory). */
   note?: string;
+  /** `false`: (some of) the change was made during a turn by a process outside its agent scope (see `Change.agent`). */
+  agent?: false;
 }
 
 /** The body of `GET /v1/diff`. */
