@@ -307,8 +307,9 @@ func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 				}
 				markPath(r.Path)
 			case journal.KindRemove, journal.KindRename:
-				mark(r.Ino)
-				mark(r.Ino2)
+				ino, ino2 := liveIDs(r, past)
+				mark(ino)
+				mark(ino2)
 				markPath(r.Path)
 				markPath(r.Path2)
 			case journal.KindOutside:
@@ -316,10 +317,12 @@ func (p *planner) conflicts(recs []rec) (map[uint64]string, map[string]string) {
 				markPath(r.Path)
 			case journal.KindAttr:
 				if r.Cause != journal.CauseDirent {
-					mark(r.Ino)
+					ino, _ := liveIDs(r, past)
+					mark(ino)
 				}
 			default:
-				mark(r.Ino)
+				ino, _ := liveIDs(r, past)
+				mark(ino)
 			}
 		}
 		past.undo(r)
@@ -345,10 +348,13 @@ func (p *planner) touches(now *past, r *rec, inos map[uint64]string, paths map[s
 	case journal.KindCreate, journal.KindLink:
 		id, _ := p.identity(now.lookup(r.Path))
 		return first(inos[id], paths[r.Path])
-	case journal.KindRemove, journal.KindRename:
-		return first(inos[r.Ino], inos[r.Ino2], paths[r.Path], paths[r.Path2])
 	}
-	return inos[r.Ino] // a change in place
+	ino, ino2 := liveIDs(r, now) // 0 marks nothing
+	switch r.Kind {
+	case journal.KindRemove, journal.KindRename:
+		return first(inos[ino], inos[ino2], paths[r.Path], paths[r.Path2])
+	}
+	return inos[ino] // a change in place
 }
 
 // step returns the step that undoes r, given the namespace just after
