@@ -40,6 +40,15 @@ var modelSeeds = []uint64{1, 0xc0ffee}
 // snapshot: content, modes, owners, symlink targets, xattrs, mtimes,
 // inode numbers and hard-link counts. Any difference fails and prints
 // the seed and the operations that led there.
+//
+// Beside the agent (the test process, root: the turns' --agent-uid 0)
+// works a person (a shell of uid nobody) in a directory of its own, p/:
+// during turns, between them, and, after rollbacks, behind the mount
+// (in p/behind, in the backing directory; the view is mounted
+// elsewhere). Its files are checked after every operation: a rollback
+// never takes back what the person did, unless it is forced — then they
+// are as the target turn found them, but for what was written behind
+// the mount, which no rollback undoes.
 func TestModel(t *testing.T) {
 	seeds := modelSeeds
 	switch {
@@ -68,12 +77,15 @@ func testModel(t *testing.T, seed uint64) {
 		}
 	}()
 	w := newWorkspace(t)
+	withMountpoint(w) // the backing directory stays reachable, for the person's writes behind the mount
 	m.w = w
 	m.seedTree()
-	w.mount("--window", "10")
+	mountFlags := []string{"--window", "10", "--agent-uid", "0"} // the test process, and what it runs, is the agent
+	w.mount(mountFlags...)
+	m.startPerson()
 
-	h := &historyModel{window: 10, snaps: map[uint64]tree{}, idleSince: map[uint64]bool{}, markers: map[uint64]bool{}}
-	ops, rollbacks, unreverts, restarts := 0, 0, 0, 0
+	h := &historyModel{window: 10, snaps: map[uint64]tree{}, people: map[uint64]files{}, idleSince: map[uint64]bool{}, markers: map[uint64]bool{}}
+	ops, personOps, rollbacks, unreverts, restarts := 0, 0, 0, 0, 0
 	for i := 0; i < turns && !t.Failed(); i++ {
 		if m.rng.IntN(8) == 0 {
 			m.logf("-- outside a turn")
@@ -85,7 +97,13 @@ func testModel(t *testing.T, seed uint64) {
 				h.idleSince[n] = true
 			}
 		}
-		snap := snapshot(t, w.mnt)
+		if m.rng.IntN(4) == 0 {
+			m.logf("-- the person, outside a turn")
+			m.personOp()
+			personOps++
+		}
+		m.dirty = nil // the turn's begin rescans: what was written behind the mount is seen
+		snap := m.agentSnapshot()
 		id := ""
 		if m.rng.IntN(2) == 0 {
 			id = fmt.Sprintf("call-%d", i)
@@ -93,13 +111,17 @@ func testModel(t *testing.T, seed uint64) {
 		var tr ctl.Turn
 		w.cowfsJSON(&tr, "turn", "begin", "--id", id)
 		m.logf("-- turn %d %s", tr.Num, id)
-		h.begin(tr.Num, id, snap)
+		h.begin(tr.Num, id, snap, m.person.clone())
 		for k := 0; k < perTurn; k++ {
 			if m.rng.IntN(6) == 0 {
 				w.cowfs("turn", "step", fmt.Sprintf("s%d", k))
 			}
 			m.op()
 			ops++
+			if m.rng.IntN(5) == 0 {
+				m.personOp()
+				personOps++
+			}
 		}
 		w.cowfs("turn", "end")
 		m.check(h, "after turn end")
@@ -123,12 +145,13 @@ func testModel(t *testing.T, seed uint64) {
 				}
 				m.logf("-- undo (to before %d)", target)
 				args := []string{"undo"}
-				if h.idleSince[target] {
+				force := h.mustForce(target)
+				if force {
 					args = append(args, "--force")
 				}
 				var res ctl.RollbackResult
 				w.cowfsJSON(&res, args...)
-				m.applied(h, target, res)
+				m.applied(h, target, res, force)
 				rollbacks++
 			case r < 9: // redo
 				if len(h.stack) == 0 {
@@ -141,20 +164,33 @@ func testModel(t *testing.T, seed uint64) {
 				w.cowfs("redo")
 				top := h.stack[len(h.stack)-1]
 				h.stack = h.stack[:len(h.stack)-1]
-				sameTree(t, w.mnt, top.pre, "after redo of the rollback to before "+strconv.FormatUint(top.target, 10))
+				m.dirty = nil
+				m.sameAgentTree(top.pre, "after redo of the rollback to before "+strconv.FormatUint(top.target, 10))
+				if top.forced {
+					m.person = m.person.but(top.person)
+				}
 				m.wantUnrevert++
 				unreverts++
 			default: // restart
 				m.logf("-- restart")
 				w.cowfs("umount")
 				w.pids = nil
-				w.mount("--window", "10")
+				w.mount(mountFlags...)
 				restarts++
 			}
 			m.check(h, "after "+m.log[len(m.log)-1])
+			// The person writes behind the mount after a rollback: never
+			// after a forced one, whose undo (redo) would meet it.
+			if r := m.log[len(m.log)-1]; strings.HasPrefix(r, "-- rollback") || strings.HasPrefix(r, "-- undo") {
+				if !h.forced() && m.rng.IntN(2) == 0 {
+					m.behind()
+					personOps++
+					m.checkPerson("after writing behind the mount")
+				}
+			}
 		}
 	}
-	t.Logf("seed %d: %d operations in %d turns, %d rollbacks, %d unreverts, %d restarts, all exact", seed, ops, turns, rollbacks, unreverts, restarts)
+	t.Logf("seed %d: %d operations and %d of the person's in %d turns, %d rollbacks, %d unreverts, %d restarts, all exact", seed, ops, personOps, turns, rollbacks, unreverts, restarts)
 }
 
 // historyModel is what the journal's history should be: the turns in
@@ -164,7 +200,8 @@ type historyModel struct {
 	window    int
 	live      []uint64          // turn numbers in the journal, oldest first
 	ids       map[uint64]string // harness ids
-	snaps     map[uint64]tree   // the workspace when each began
+	snaps     map[uint64]tree   // the workspace (but p/) when each began
+	people    map[uint64]files  // the person's files when each began
 	idleSince map[uint64]bool   // changed outside a turn since it began
 	stack     []stacked         // rollbacks since the last turn began
 	markers   map[uint64]bool   // markers of rollbacks settled by a later turn
@@ -172,14 +209,36 @@ type historyModel struct {
 
 type stacked struct {
 	target uint64
-	pre    tree // the workspace before it: what unrevert brings back
+	pre    tree  // the workspace before it: what unrevert brings back
+	person files // the person's files before it
+	forced bool
+}
+
+// forced reports whether a rollback in the stack was forced: it put the
+// person's files back, and their unrevert would meet later changes.
+func (h *historyModel) forced() bool {
+	for _, r := range h.stack {
+		if r.forced {
+			return true
+		}
+	}
+	return false
+}
+
+// mustForce says whether a rollback to before target is forced: if the
+// agent changed things outside turns since target began (they would be
+// conflicts), and once one in the stack is (a later one, unforced,
+// could undo some of its restores of the person's files and not others:
+// a forced one is exact).
+func (h *historyModel) mustForce(target uint64) bool {
+	return h.idleSince[target] || h.forced()
 }
 
 // begin is a turn beginning: the stack settles (the turns from its
 // top's target on are forgotten, markers standing stay, those the top
 // superseded go), then the new turn joins and the oldest leave the
 // window.
-func (h *historyModel) begin(num uint64, id string, snap tree) {
+func (h *historyModel) begin(num uint64, id string, snap tree, person files) {
 	if h.ids == nil {
 		h.ids = map[uint64]string{}
 	}
@@ -201,7 +260,7 @@ func (h *historyModel) begin(num uint64, id string, snap tree) {
 		h.stack = nil
 	}
 	h.live = append(h.live, num)
-	h.ids[num], h.snaps[num] = id, snap
+	h.ids[num], h.snaps[num], h.people[num] = id, snap, person
 	if len(h.live) > h.window {
 		h.live = h.live[len(h.live)-h.window:]
 	}
@@ -248,28 +307,39 @@ func (h *historyModel) state(n uint64) string {
 // rollbackTo rolls back to before target, named by ref.
 func (m *model) rollbackTo(h *historyModel, target uint64, ref string) {
 	args := []string{"rollback", ref}
-	if h.idleSince[target] {
+	force := h.mustForce(target)
+	if force {
 		args = append(args, "--force")
 	}
 	m.logf("-- rollback %v", args[1:])
 	var res ctl.RollbackResult
 	m.w.cowfsJSON(&res, args...)
-	m.applied(h, target, res)
+	m.applied(h, target, res, force)
 }
 
-// applied checks a rollback's result and files, and pushes it.
-func (m *model) applied(h *historyModel, target uint64, res ctl.RollbackResult) {
+// applied checks a rollback's result and files, and pushes it. The only
+// paths it may skip are the person's (never undone unless forced); the
+// agent's part of the workspace is as target found it; the person's
+// files are as they were, or, forced, as target found them but for what
+// was written behind the mount.
+func (m *model) applied(h *historyModel, target uint64, res ctl.RollbackResult, force bool) {
 	t := m.t
 	if res.Target != target || !res.Complete || res.Marker == nil || res.Marker.Turn != target {
 		t.Fatalf("rollback to before %d: %+v", target, res)
 	}
-	if res.Counts.Skipped != 0 {
-		t.Fatalf("rollback to before %d skipped paths: %+v", target, res.Paths)
+	for _, p := range res.Paths {
+		if p.Action == ctl.ActionSkip && (force || !m.persons(string(p.Path))) {
+			t.Fatalf("rollback to before %d skipped %+v: %+v", target, p, res.Paths)
+		}
 	}
-	pre := m.last // the workspace before the rollback
+	pre, prePerson := m.last, m.person.clone() // the workspace before the rollback
 	m.wantRollbacks++
-	sameTree(t, m.w.mnt, h.snaps[target], fmt.Sprintf("after rolling back to before turn %d", target))
-	h.stack = append(h.stack, stacked{target: target, pre: pre})
+	m.dirty = nil // the rollback rescanned
+	m.sameAgentTree(h.snaps[target], fmt.Sprintf("after rolling back to before turn %d", target))
+	if force {
+		m.person = m.person.but(h.people[target])
+	}
+	h.stack = append(h.stack, stacked{target: target, pre: pre, person: prePerson, forced: force})
 }
 
 // check compares turn states and markers with the model, and takes the
@@ -301,7 +371,8 @@ func (m *model) check(h *historyModel, what string) {
 	}
 	m.checkEvents(h, what)
 	m.checkDiffs(h, what)
-	m.last = snapshot(t, m.w.mnt)
+	m.checkPerson(what)
+	m.last = m.agentSnapshot()
 }
 
 // checkEvents reads the events since the last check: in order, each
@@ -328,6 +399,12 @@ func (m *model) checkEvents(h *historyModel, what string) {
 			if e.Turn != 0 && h.snaps[e.Turn] == nil {
 				t.Fatalf("%s: a change event in unknown turn %d: %+v", what, e.Turn, e)
 			}
+			// In a turn, the person's changes and only they are not
+			// the agent's.
+			notAgent := e.Agent != nil && !*e.Agent
+			if e.Turn != 0 && e.Rollback == 0 && !e.Outside && notAgent != (m.persons(string(e.Path)) || m.persons(string(e.From))) {
+				t.Fatalf("%s: change event %+v: not the agent's %v", what, e, notAgent)
+			}
 		}
 	}
 	if m.wantRollbacks != 0 || m.wantUnrevert != 0 {
@@ -349,7 +426,14 @@ func (m *model) checkDiffs(h *historyModel, what string) {
 
 // model makes random changes to the mounted workspace.
 type model struct {
-	last tree // the workspace at the last check
+	last tree // the workspace (but p/) at the last check
+	// The person: a shell of uid nobody, its files (p/…: content), and
+	// those written behind the mount since the last rescan, which its
+	// shell leaves alone until the mount has seen them.
+	personSh *shell
+	person   files
+	dirty    map[string]bool
+	nb       int
 	// Events: the last seen, and the rollback and unrevert events still
 	// expected.
 	lastEvent                   uint64
@@ -377,6 +461,7 @@ func (m *model) seedTree() {
 		files[fmt.Sprintf("%sf%d", dir, i)] = m.content()
 	}
 	m.w.seed(files)
+	m.seedPerson()
 }
 
 func (m *model) content() string {
@@ -403,6 +488,9 @@ func (m *model) list() (files, dirs []string) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
+		if rel == personDir {
+			return filepath.SkipDir // the person's, which the agent leaves alone
+		}
 		switch {
 		case d.IsDir():
 			dirs = append(dirs, rel)
@@ -577,8 +665,8 @@ func (m *model) dump(dir string) {
 		fmt.Fprintf(&b, "rollback %+v\n", r)
 	}
 	j.Scan(0, 0, false, func(r *journal.Record) error {
-		fmt.Fprintf(&b, "%d t%d g%d %s cause=%d type=%o ino=%d ino2=%d %q %q aside=%q flags=%d size=%d off=%d len=%d\n",
-			r.Seq, r.Turn, r.Group, r.Kind, r.Cause, r.Type, r.Ino, r.Ino2, r.Path, r.Path2, r.Aside, r.Flags, r.Attr.Size, r.Off, r.Len)
+		fmt.Fprintf(&b, "%d t%d g%d %s cause=%d type=%o ino=%d ino2=%d %q %q aside=%q flags=%d size=%d off=%d len=%d not-agent=%v pid=%d\n",
+			r.Seq, r.Turn, r.Group, r.Kind, r.Cause, r.Type, r.Ino, r.Ino2, r.Path, r.Path2, r.Aside, r.Flags, r.Attr.Size, r.Off, r.Len, r.NotAgent, r.Caller.Pid)
 		return nil
 	})
 	os.WriteFile(filepath.Join(dir, "records.log"), []byte(b.String()), 0o644)

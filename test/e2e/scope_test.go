@@ -23,18 +23,18 @@ import (
 // editor, here the test process itself or a shell of another uid) is
 // journaled but is not the turn's, and no rollback undoes it.
 
-// agentShell is a shell the test drives as an agent: it runs each line
-// sent to it in the mounted workspace and says when it is done.
-type agentShell struct {
+// shell is a shell the test drives, as an agent or a person: it runs
+// each line sent to it and says when it is done.
+type shell struct {
 	t   *testing.T
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Scanner
 }
 
-// startAgent starts an agent shell in dir; uid, if not nil, is the uid
-// and gid it runs as.
-func startAgent(t *testing.T, dir string, uid *uint32) *agentShell {
+// startShell starts a driven shell in dir; uid, if not nil, is the uid
+// and gid it runs as. It is killed when the test ends.
+func startShell(t *testing.T, dir string, uid *uint32) *shell {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", `while IFS= read -r line; do eval "$line"; echo "done $?"; done`)
 	cmd.Dir = dir
@@ -53,7 +53,7 @@ func startAgent(t *testing.T, dir string, uid *uint32) *agentShell {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &agentShell{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	a := &shell{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	t.Cleanup(func() {
 		in.Close()
 		cmd.Process.Kill()
@@ -62,20 +62,29 @@ func startAgent(t *testing.T, dir string, uid *uint32) *agentShell {
 	return a
 }
 
-func (a *agentShell) pid() int { return a.cmd.Process.Pid }
+func (a *shell) pid() int { return a.cmd.Process.Pid }
 
 // do runs script in the shell and fails the test unless it succeeds.
-func (a *agentShell) do(script string) {
+func (a *shell) do(script string) {
 	a.t.Helper()
-	if _, err := io.WriteString(a.in, script+"\n"); err != nil {
+	if err := a.try(script); err != nil {
 		a.t.Fatal(err)
 	}
+}
+
+// try runs script in the shell and says how it failed, if it did.
+func (a *shell) try(script string) error {
+	a.t.Helper()
+	if _, err := io.WriteString(a.in, script+"\n"); err != nil {
+		return err
+	}
 	if !a.out.Scan() {
-		a.t.Fatalf("the agent shell ended running %q", script)
+		return fmt.Errorf("the shell ended running %q", script)
 	}
 	if got := a.out.Text(); got != "done 0" {
-		a.t.Fatalf("the agent shell ran %q: %s", script, got)
+		return fmt.Errorf("the shell ran %q: %s", script, got)
 	}
+	return nil
 }
 
 // scopeWorkspace is a mounted workspace with shared.txt, which uid
@@ -138,18 +147,18 @@ func TestPersonsChangeSurvivesUndo(t *testing.T) {
 	for _, how := range []string{"uid", "pid", "cgroup"} {
 		t.Run(how, func(t *testing.T) {
 			w := scopeWorkspace(t)
-			var a *agentShell
+			var a *shell
 			var scope []string
 			switch how {
 			case "uid":
-				a = startAgent(t, w.mnt, ptr(uint32(nobody)))
+				a = startShell(t, w.mnt, ptr(uint32(nobody)))
 				scope = []string{"--agent-uid", strconv.Itoa(nobody)}
 			case "pid":
-				a = startAgent(t, w.mnt, nil)
+				a = startShell(t, w.mnt, nil)
 				scope = []string{"--agent-pid", strconv.Itoa(a.pid())}
 			case "cgroup":
 				cg, join := newCgroup(t)
-				a = startAgent(t, w.mnt, nil)
+				a = startShell(t, w.mnt, nil)
 				join(a.pid())
 				scope = []string{"--agent-cgroup", cg}
 			}
@@ -245,7 +254,7 @@ func TestPersonsChangeConflicts(t *testing.T) {
 	for _, order := range []string{"agent first", "person first"} {
 		t.Run(order, func(t *testing.T) {
 			w := scopeWorkspace(t, "--agent-uid", strconv.Itoa(nobody)) // the mount's default
-			a := startAgent(t, w.mnt, ptr(uint32(nobody)))
+			a := startShell(t, w.mnt, ptr(uint32(nobody)))
 			w.cowfs("turn", "begin")
 			person := func() {
 				f, err := os.OpenFile(w.path("shared.txt"), os.O_WRONLY|os.O_APPEND, 0)
@@ -297,7 +306,7 @@ func TestPersonsChangeConflicts(t *testing.T) {
 // from it; the test process, writing beside it, is not the agent.
 func TestAgentDescendants(t *testing.T) {
 	w := scopeWorkspace(t)
-	a := startAgent(t, w.mnt, nil)
+	a := startShell(t, w.mnt, nil)
 	signals := t.TempDir() // outside the workspace: the test's own files
 	w.cowfs("turn", "begin", "--agent-pid", strconv.Itoa(a.pid()))
 	a.do(`sh -c 'echo child > child.txt'`)
@@ -449,7 +458,7 @@ func TestMappedWriteScope(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := startMapper(t, w.path("m.bin"), 8192)
-			a := startAgent(t, w.mnt, nil)
+			a := startShell(t, w.mnt, nil)
 			scope := a.pid()
 			if who == "agent" {
 				scope = m.cmd.Process.Pid

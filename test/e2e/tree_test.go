@@ -35,12 +35,22 @@ type tree map[string]entry
 // snapshot walks root (through the mount) and records every path.
 func snapshot(t testing.TB, root string) tree {
 	t.Helper()
+	return snapshotSkipping(t, root, "")
+}
+
+// snapshotSkipping is snapshot without the directory skip (relative to
+// root) and what it holds.
+func snapshotSkipping(t testing.TB, root, skip string) tree {
+	t.Helper()
 	tr := tree{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
+		if skip != "" && rel == skip {
+			return filepath.SkipDir
+		}
 		var st syscall.Stat_t
 		if err := syscall.Lstat(p, &st); err != nil {
 			return err
