@@ -63,6 +63,9 @@ const (
 	// the map starts again (each process then reads the socket once
 	// more).
 	maxSettled = 1 << 16
+	// readerBatch is how long the reader lets events gather in the
+	// socket (rcvBuf holds some thousands) before it reads them again.
+	readerBatch = 10 * time.Millisecond
 )
 
 // NewTracker returns a Tracker; it opens nothing until a scope needs
@@ -135,7 +138,10 @@ func (t *Tracker) listen() {
 }
 
 // reader applies events as they come, so the socket does not overflow
-// between questions.
+// between questions. It reads them in batches, at most every
+// readerBatch: the events are every process's on the machine (a
+// parallel build forks thousands a second), and a question never
+// waits for the reader — it reads what is queued itself (settle).
 func (t *Tracker) reader(fd, wake int, done chan struct{}) {
 	defer close(done)
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
@@ -150,6 +156,10 @@ func (t *Tracker) reader(fd, wake int, done chan struct{}) {
 		t.mu.Lock()
 		t.drain()
 		t.mu.Unlock()
+		// Let a batch gather, unless told to stop.
+		if n, _ := unix.Poll(fds[1:], int(readerBatch/time.Millisecond)); n > 0 {
+			return
+		}
 	}
 }
 
