@@ -493,3 +493,28 @@ func TestMappedWriteScope(t *testing.T) {
 }
 
 func bytes8k(c byte) []byte { return []byte(strings.Repeat(string(c), 8192)) }
+
+// A turn's scope survives a restart of the daemon mid-turn: the agent
+// named by pid is still the agent (its descendants found again), the
+// test process still is not.
+func TestAgentScopeAfterRestart(t *testing.T) {
+	w := scopeWorkspace(t)
+	a := startShell(t, "/", nil) // not in the mount, which the restart unmounts
+	w.cowfs("turn", "begin", "--agent-pid", strconv.Itoa(a.pid()))
+	a.do("(cd '" + w.mnt + "' && echo before > before.txt)")
+	w.cowfs("umount")
+	w.pids = nil
+	w.mount()
+	a.do("(cd '" + w.mnt + "' && sh -c 'echo after > after.txt')")
+	if err := os.WriteFile(w.path("person.txt"), []byte("person\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.cowfs("turn", "end")
+	whose := map[string]bool{}
+	for _, c := range w.turn("1").Changes {
+		whose[string(c.Path)] = c.ByAgent()
+	}
+	if want := map[string]bool{"before.txt": true, "after.txt": true, "person.txt": false}; fmt.Sprint(whose) != fmt.Sprint(want) {
+		t.Errorf("whose changes across a restart: %v, want %v", whose, want)
+	}
+}
