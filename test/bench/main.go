@@ -35,6 +35,7 @@ type config struct {
 	out      string
 	work     string
 	only     string
+	targets  string // fs suite: the targets to run (names, comma-separated)
 	scenario string // memory scenarios to run: those whose name contains it
 	profile  string // directory for cowfs CPU profiles
 	cowfs    string // built binary
@@ -52,6 +53,7 @@ func main() {
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
 	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, stack, realturns, storage, memory)")
+	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped)")
 	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()

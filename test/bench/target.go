@@ -40,7 +40,23 @@ func targets(c *config) []target {
 	} else {
 		fmt.Println("fuse-overlayfs is not installed (apt-get install fuse-overlayfs): not measured")
 	}
-	return append(ts, &cowfs{bin: c.cowfs, profile: c.profile})
+	// cowfs twice: as most harnesses run it, every process the agent's,
+	// and with the turn scoped to the agent's processes (the bench and
+	// what it runs, followed through the process-events connector), so
+	// the cost of deciding whose each change is shows beside it.
+	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile}, &cowfs{bin: c.cowfs, profile: c.profile, scoped: true})
+	if c.targets == "" {
+		return ts
+	}
+	var chosen []target
+	for _, t := range ts {
+		for _, n := range strings.Split(c.targets, ",") {
+			if strings.TrimSpace(n) == t.name() {
+				chosen = append(chosen, t)
+			}
+		}
+	}
+	return chosen
 }
 
 type native struct{}
@@ -122,17 +138,24 @@ func (o *overlay) setup(base string) (string, error) {
 	return dirs["ovl"], err
 }
 
-// cowfs is cowfs with a turn open, as an agent harness runs it.
+// cowfs is cowfs with a turn open, as an agent harness runs it;
+// scoped, the turn names its agent: this process and its descendants.
 type cowfs struct {
 	bin     string
 	profile string // directory for CPU profiles, if any
+	scoped  bool
 	state   string
 	mnt     string
 	pid     int
 	ctl     *ctl.Client
 }
 
-func (c *cowfs) name() string { return "cowfs" }
+func (c *cowfs) name() string {
+	if c.scoped {
+		return "cowfs scoped"
+	}
+	return "cowfs"
+}
 func (c *cowfs) setup(base string) (string, error) {
 	backing, mnt := filepath.Join(base, "cowfs-backing"), filepath.Join(base, "cowfs")
 	c.state, c.mnt = filepath.Join(base, "cowfs-state"), mnt
@@ -152,7 +175,11 @@ func (c *cowfs) setup(base string) (string, error) {
 	var st ctl.Status
 	json.Unmarshal(out, &st)
 	c.pid, c.ctl = st.Pid, ctl.NewClient(st.Socket)
-	_, err = c.run("-w", mnt, "turn", "begin")
+	begin := []string{"-w", mnt, "turn", "begin"}
+	if c.scoped {
+		begin = append(begin, "--agent-pid", strconv.Itoa(os.Getpid()))
+	}
+	_, err = c.run(begin...)
 	return mnt, err
 }
 
