@@ -42,6 +42,12 @@ export type Shape<V> = {
 
 const opt = <const N extends Node>(n: N) => ({ optional: n });
 
+const agentScope: Shape<T.AgentScope> = {
+  uids: opt({ array: "number" }),
+  pids: opt({ array: "number" }),
+  cgroups: opt({ array: "string" }),
+};
+
 const turn: Shape<T.Turn> = {
   num: "number",
   id: opt("string"),
@@ -52,6 +58,8 @@ const turn: Shape<T.Turn> = {
   changed_paths: "number",
   records: "number",
   journal_bytes: "number",
+  not_agent_paths: opt("number"),
+  agent: opt({ object: agentScope }),
 };
 
 const prunedEarly: Shape<T.PrunedEarly> = { through: "number", reason: "string", time: "string" };
@@ -74,6 +82,7 @@ const change: Shape<T.Change> = {
   time: "string",
   step: opt("string"),
   outside: opt("boolean"),
+  agent: opt("boolean"),
 };
 
 const turnDetail: Shape<T.TurnDetail> = { ...turn, changes: { array: { object: change } } };
@@ -172,6 +181,7 @@ const event: Shape<T.Event> = {
   uid: opt("number"),
   command: opt("string"),
   outside: opt("boolean"),
+  agent: opt("boolean"),
   id: opt("string"),
   anchor: opt("string"),
   rollback: opt("number"),
@@ -193,6 +203,7 @@ const diffFile: Shape<T.DiffFile> = {
   removed: "number",
   diff: opt("string"),
   note: opt("string"),
+  agent: opt("boolean"),
 };
 
 const diff: Shape<T.Diff> = { from: "string", to: "string", files: { array: { object: diffFile } } };
