@@ -23,7 +23,10 @@ package fs
 // keeps as processes fork, exec and exit; no request waits on /proc
 // while the cache holds its thread. A flush of a shared mapping (pid 0)
 // is the process's that maps the file (mapper.go), with that process's
-// filesystem uid; a flush no process explains is not the agent's.
+// filesystem uid; a flush no process explains is not the agent's. So
+// under a scope every such flush looks for its mapper (the thread last
+// seen on the file first), where without one only a flush that needs a
+// record does.
 
 // notAgent reports whether the change is made, during a turn with a
 // scope, by a process outside it.

@@ -142,11 +142,13 @@ func (w *who) get() journal.Caller {
 
 // ident returns the process and filesystem uid that decide whether the
 // request is an agent's: from the request and the process cache, with
-// no system call while the cache holds the thread.
+// no system call while the cache holds the thread. A flush of a shared
+// mapping that no process explains is nobody's: pid 0 and a uid no
+// process has ((uid_t)-1), so no scope holds it.
 func (w *who) ident() (pid, uid uint32) {
 	tid := w.thread()
 	if tid == 0 {
-		return 0, w.raw.Uid
+		return 0, ^uint32(0)
 	}
 	pid, fsuid, _ := identify(tid)
 	if w.raw.Pid == 0 {
