@@ -86,7 +86,7 @@ func (p *planner) settleOnlyWhole(recs []rec, skipped map[uint64]bool) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if skipped[r.Seq] && r.Kind != journal.KindOutside && p.target(r) {
+		if skipped[r.Seq] && r.Kind != journal.KindOutside && !r.NotAgent && p.target(r) {
 			p.settled = nil
 			return
 		}
