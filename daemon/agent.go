@@ -18,7 +18,7 @@ import (
 // turnScope resolves the scope a turn that begins with req gets.
 func (d *Daemon) turnScope(req *ctl.AgentScope) (*journal.Scope, error) {
 	if req != nil {
-		spec := agent.Spec{Uids: req.Uids, Pids: req.Pids, Cgroups: req.Cgroups}
+		spec := specOf(*req)
 		if !spec.Empty() {
 			s, err := d.agents.Resolve(spec)
 			if err != nil {
@@ -35,7 +35,8 @@ func (d *Daemon) turnScope(req *ctl.AgentScope) (*journal.Scope, error) {
 // SetDefaultAgent makes spec the agent scope of turns that name none,
 // from the next turn on: cowfs run scopes turns to its command once it
 // has started it.
-func (d *Daemon) SetDefaultAgent(spec agent.Spec) error {
+func (d *Daemon) SetDefaultAgent(scope ctl.AgentScope) error {
+	spec := specOf(scope)
 	s, err := d.agents.Resolve(spec)
 	if err != nil {
 		return fmt.Errorf("the agent scope: %w", err)
@@ -57,3 +58,15 @@ func scopeOf(s *journal.Scope) *ctl.AgentScope {
 	}
 	return out
 }
+
+// specOf is a scope as the wire gives it, as package agent takes it.
+func specOf(s ctl.AgentScope) agent.Spec {
+	return agent.Spec{Uids: s.Uids, Pids: s.Pids, Cgroups: s.Cgroups}
+}
+
+// Errors a scope naming what is not there fails with, for the CLI's
+// exit codes.
+var (
+	ErrNoProcess = agent.ErrNoProcess
+	ErrNoCgroup  = agent.ErrNoCgroup
+)

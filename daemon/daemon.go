@@ -48,7 +48,7 @@ type Options struct {
 	NoSuid, NoDev bool
 	// Agent is the agent scope of every turn that names none (agent.go);
 	// empty: such a turn belongs to every process.
-	Agent agent.Spec
+	Agent ctl.AgentScope
 }
 
 // Daemon serves one mounted workspace.
@@ -153,7 +153,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 	}
 	// The default agent scope names processes that must be there now.
 	d.agents = agent.NewTracker(log)
-	if d.defaultAgent, err = d.agents.Resolve(opts.Agent); err != nil {
+	if d.defaultAgent, err = d.agents.Resolve(specOf(opts.Agent)); err != nil {
 		return nil, fmt.Errorf("the agent scope (--agent-*): %w", err)
 	}
 

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/ctl"
 )
 
@@ -24,8 +23,9 @@ func (f *agentFlags) add(fs *pflag.FlagSet, of string) {
 
 func (f agentFlags) empty() bool { return len(f.uids)+len(f.pids)+len(f.cgroups) == 0 }
 
-func (f agentFlags) spec() agent.Spec {
-	var s agent.Spec
+// spec is the flags as an agent scope (empty if none were given).
+func (f agentFlags) spec() ctl.AgentScope {
+	var s ctl.AgentScope
 	for _, u := range f.uids {
 		s.Uids = append(s.Uids, uint32(u))
 	}
@@ -42,7 +42,7 @@ func (f agentFlags) scope() *ctl.AgentScope {
 		return nil
 	}
 	s := f.spec()
-	return &ctl.AgentScope{Uids: s.Uids, Pids: s.Pids, Cgroups: s.Cgroups}
+	return &s
 }
 
 // agentHelp explains the scope flags, for the long help of the

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
@@ -69,7 +68,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ce):
 		return ce.code
 	case errors.As(err, &ue), errors.Is(err, daemon.ErrEmptyPath),
-		errors.Is(err, agent.ErrNoProcess), errors.Is(err, agent.ErrNoCgroup):
+		errors.Is(err, daemon.ErrNoProcess), errors.Is(err, daemon.ErrNoCgroup):
 		return exitUsage
 	case errors.Is(err, ctl.ErrNotRunning):
 		return exitNotRunning

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
@@ -121,7 +120,7 @@ func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umas
 	began := false
 	started := func(pid int) error {
 		if opts.agent.empty() {
-			if err := d.SetDefaultAgent(agent.Spec{Pids: []uint32{uint32(pid)}}); err != nil {
+			if err := d.SetDefaultAgent(ctl.AgentScope{Pids: []uint32{uint32(pid)}}); err != nil {
 				return err
 			}
 		}

@@ -25,7 +25,8 @@ var allowed = map[string][]string{
 	"journal":  {"sparse"},
 	"ctl":      {"privdir"},
 	"aside":    {"backing"},
-	"fs":       {"journal", "aside", "backing", "sparse"},
+	"agent":    {"journal", "sparse"},
+	"fs":       {"journal", "aside", "backing", "sparse", "agent"},
 	"rollback": {"journal", "aside", "backing", "sparse"},
 	"rescan":   {"journal", "aside", "backing", "sparse"},
 }
