@@ -21,12 +21,8 @@ var (
 
 // personsChange makes change the person's: made during a turn through
 // the mount, but by a process outside the agent's scope (#32), so that
-// rollbacks treat it as they treat a change outside a turn. Until
-// records can say whose a change is, it is nil and the scenarios make
-// no such changes; the agent-scope work sets it (in the harness: a
-// change journaled with the person's caller) and the property below
-// covers them with nothing else to change.
-var personsChange func(w *ws, change func())
+// rollbacks treat it as they treat a change outside a turn.
+func personsChange(w *ws, change func()) { w.asPerson(change) }
 
 // TestPreviewIsTheRollback: random scenarios — turns of changes through
 // the mount, changes outside turns, changes behind the mount's back,
@@ -97,7 +93,7 @@ func (s *scenario) run(turns int) {
 		s.logf("-- turn")
 		w.begin()
 		for k := 2 + s.rng.IntN(6); k > 0; k-- {
-			if personsChange != nil && s.rng.IntN(5) == 0 {
+			if s.rng.IntN(5) == 0 {
 				personsChange(w, func() { s.logf("(the person's)"); s.change() })
 				continue
 			}
