@@ -144,10 +144,13 @@ type planner struct {
 	// already undone, with their undo (stack.go): walked, never stepped
 	// or taken for conflicts.
 	settled func(*rec) bool
-	force   bool
-	idents  map[string]uint64 // identity today of a backing path, cached
-	types   map[string]uint32
-	stat    *backing.Stater // reads those, planning and reporting
+	// topSkipped are the records the top of the stack skipped, which a
+	// plan with settled records retries (stack.go).
+	topSkipped map[uint64]bool
+	force      bool
+	idents     map[string]uint64 // identity today of a backing path, cached
+	types      map[string]uint32
+	stat       *backing.Stater // reads those, planning and reporting
 	// seen holds what the rescan just before planning saw at the paths
 	// it tracks (env.Rescan); nil without one.
 	seen *journal.FingerprintView
@@ -195,6 +198,9 @@ func (p *planner) build(recs []rec) (*Plan, error) {
 		if p.isSettled(r) {
 			now.undo(r)
 			continue
+		}
+		if p.settled != nil && p.topSkipped[r.Seq] && r.Kind != journal.KindOutside && !p.settledHere(now, r) {
+			return nil, errPlanWhole
 		}
 		var s *Step
 		skip := ""

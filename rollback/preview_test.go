@@ -136,12 +136,12 @@ func (w *ws) planSteps(to journal.Turn, force bool) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p, err := rollbackPlanner(w.env, to, force, recs)
+	p, err := rollbackPlanner(w.env, to, force)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	defer p.done()
-	plan, err := p.build(recs)
+	plan, err := p.plan(recs)
 	if err != nil {
 		w.t.Fatal(err)
 	}

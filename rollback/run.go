@@ -69,12 +69,12 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := rollbackPlanner(env, target, force, recs)
+	p, err := rollbackPlanner(env, target, force)
 	if err != nil {
 		return nil, err
 	}
 	defer p.done()
-	plan, err := p.build(recs)
+	plan, err := p.plan(recs)
 	if err != nil {
 		return nil, err
 	}
@@ -109,14 +109,13 @@ func Rollback(env *Env, target journal.Turn, force, dryRun bool) (*Outcome, erro
 // over recs, the records since target began: it undoes the turns' and
 // the stacked rollbacks' records, but for what the stack settled
 // (stack.go).
-func rollbackPlanner(env *Env, target journal.Turn, force bool, recs []rec) (*planner, error) {
+func rollbackPlanner(env *Env, target journal.Turn, force bool) (*planner, error) {
 	settled, topSkipped, err := settledBy(env.Journal, target.StartSeq)
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 }, settled: settled}
-	p.settleOnlyWhole(recs, topSkipped)
-	return p, nil
+	return &planner{env: env, force: force, target: func(r *rec) bool { return r.Turn != 0 || r.Group != 0 },
+		settled: settled, topSkipped: topSkipped}, nil
 }
 
 // retry goes on with partial rollback rb from the step that failed.

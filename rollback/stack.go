@@ -1,6 +1,10 @@
 package rollback
 
-import "github.com/cowfs/cowfs/journal"
+import (
+	"errors"
+
+	"github.com/cowfs/cowfs/journal"
+)
 
 // Rollbacks in a stack.
 //
@@ -67,30 +71,45 @@ func settledBy(j *journal.Journal, from uint64) (func(*rec) bool, map[uint64]boo
 	return func(r *rec) bool { return groups[r.Group] || stepped[r.Seq] }, skipped, nil
 }
 
-// settleOnlyWhole drops p's settled records unless the top left none of
-// the records it was to undo in effect (skipped: conflicts, failures).
+// errPlanWhole: a record the top skipped, retried now, is not where
+// its own paths say (settledHere), so the plan is made again, whole.
+var errPlanWhole = errors.New("rollback: a retried record is not where its paths say")
+
+// settledHere reports whether retrying r, which the top skipped, can go
+// by r's own paths among the records the top settled.
 //
 // A step acts on the paths its record names, which hold what they held
 // right after that record only because every newer record has been
-// undone by then. A record the top skipped is retried now, and it sits
-// among records the top settled — older turns' changes, undone in the
-// workspace, and the top's own group, newer, which undid them — that
-// get no step: its paths would be those of the workspace before the top
-// ran, not after it. So a stack whose top skipped any of its own
-// records is planned whole, as a rollback towards a later turn is. (What
-// a rollback never undoes — changes outside turns, or another's during
-// one — gets no step either way.)
-func (p *planner) settleOnlyWhole(recs []rec, skipped map[uint64]bool) {
-	if p.settled == nil || len(skipped) == 0 {
-		return
-	}
-	for i := range recs {
-		r := &recs[i]
-		if skipped[r.Seq] && r.Kind != journal.KindOutside && !r.NotAgent && p.target(r) {
-			p.settled = nil
-			return
+// undone by then. The records the top settled get no step now: the
+// workspace is as they and its group left it, and the plan's namespace
+// walks them. A record the top skipped (it conflicted, or failed) sits
+// among them, and is retried now: its paths are right only if the
+// namespace the plan has walked so far leaves each where it is — no
+// settled record moved it, or a directory above it. Then the step acts
+// where the record says. Otherwise the plan is made whole, as a
+// rollback towards a later turn is: every record undone in order.
+func (p *planner) settledHere(now *past, r *rec) bool {
+	for _, q := range []string{r.Path, r.Path2} {
+		if q == "" {
+			continue
+		}
+		if e := now.lookup(q); !e.absent && !e.gone && (e.kept || e.loc != q) {
+			return false
 		}
 	}
+	return true
+}
+
+// plan builds the plan of recs; a stacked rollback whose retried
+// records are not where their paths say is planned whole (settledHere).
+func (p *planner) plan(recs []rec) (*Plan, error) {
+	pl, err := p.build(recs)
+	if errors.Is(err, errPlanWhole) {
+		p.done()
+		p.settled, p.topSkipped = nil, nil
+		pl, err = p.build(recs)
+	}
+	return pl, err
 }
 
 // addStepped adds to stepped the records rollback rb undid with a step

@@ -62,3 +62,56 @@ func TestStackedUndosCostWhatTheyRestore(t *testing.T) {
 	w.unrevert(false)
 	w.same("after unreverting every undo", live)
 }
+
+// TestStackedUndosWithConflicts: the same, but in every turn a person
+// edits a file the agent edits too. Each undo skips the agent's change
+// to it (a conflict), and the next retries it among what the stack
+// settled: still about what the first undo cost, and the person's file
+// is never touched.
+func TestStackedUndosWithConflicts(t *testing.T) {
+	const turns, files = 10, 10
+	w := newWS(t)
+	name := func(i int) string { return fmt.Sprintf("f%02d", i) }
+	for i := 0; i < files; i++ {
+		w.put(name(i), "original\n")
+	}
+	w.put("shared", "original\n")
+	var ts []journal.Turn
+	for k := 0; k < turns; k++ {
+		ts = append(ts, w.turn(func() {
+			w.write("shared", 0, fmt.Sprintf("agent %02d\n", k))
+			w.asPerson(func() { w.write("shared", 0, fmt.Sprintf("person%02d\n", k)) })
+			for i := 0; i < files; i++ {
+				w.write(name(i), 0, fmt.Sprintf("turn %03d\n", k))
+			}
+		}))
+	}
+	var grew []uint64
+	for k := turns - 1; k >= 0; k-- {
+		from := w.j.NextSeq()
+		out := w.rollback(ts[k], false)
+		if !out.Complete || out.Counts.Skipped != 1 || out.Counts.Restored != files {
+			t.Fatalf("undo to before turn %d: %+v", k+1, out.Counts)
+		}
+		grew = append(grew, w.j.NextSeq()-from)
+		for i := 0; i < files; i++ {
+			want := "original\n"
+			if k > 0 {
+				want = fmt.Sprintf("turn %03d\n", k-1)
+			}
+			if got := w.read(name(i)); got != want {
+				t.Fatalf("after undoing to before turn %d: %s = %q, want %q", k+1, name(i), got, want)
+			}
+		}
+		if got := w.read("shared"); got != fmt.Sprintf("person%02d\n", turns-1) {
+			t.Fatalf("the person's file after undoing to before turn %d: %q", k+1, got)
+		}
+	}
+	t.Logf("records per undo: %v", grew)
+	for i, n := range grew {
+		if n > 2*grew[0]+8 {
+			t.Errorf("undo %d journaled %d records, the first %d: records per undo %v", i+1, n, grew[0], grew)
+			break
+		}
+	}
+}
