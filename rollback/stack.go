@@ -25,15 +25,16 @@ import (
 // namespace model, so the paths of the rest stay right, but give no step
 // and no conflict. The rest of the top's range is planned again, like any
 // record: what the top skipped (conflicts, failures: still in effect),
-// so it is tried again; and what needed no step then, since that may
-// have been only because a change it skipped had taken the path away
-// (a file made in a turn, which a later change the top skipped removed),
-// and once that change is undone now, the older one needs its step. The new rollback's
-// own group is then just the undo of the turns between the two targets,
-// and its skipped records are again exactly what stays in effect in its
-// range, so the next level can do the same. A rollback towards a later
-// turn than the top's (taking back part of the stack) undoes everything
-// in its range, as before.
+// so it is tried again (where its paths allow: settledHere); and what
+// needed no step then, since that may have been only because a change
+// it skipped had taken the path away (a file made in a turn, which a
+// later change the top skipped removed), and once that change is undone
+// now, the older one needs its step. The new rollback's own group is
+// then just the undo of the turns between the two targets, and its
+// skipped records are again exactly what stays in effect in its range,
+// so the next level can do the same. A rollback towards a later turn
+// than the top's (taking back part of the stack) undoes everything in
+// its range, as before.
 
 // settledBy returns what the stack settled, for a rollback whose target
 // began at from, or nil if nothing (no stack, or a target after the
