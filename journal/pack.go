@@ -254,16 +254,6 @@ func (p *packs) syncPack(id uint64) error {
 	return nil
 }
 
-// current returns the number of the pack being written, or 0.
-func (p *packs) current() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil {
-		return 0
-	}
-	return p.id
-}
-
 // flush makes what was added so far durable on disk.
 func (p *packs) flush() error {
 	p.mu.Lock()

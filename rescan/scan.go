@@ -353,16 +353,3 @@ func parentOf(p string) string {
 	}
 	return d
 }
-
-// under reports whether p or a directory above it is in set.
-func under(p string, set map[string]bool) bool {
-	for {
-		if set[p] {
-			return true
-		}
-		if p == "" {
-			return false
-		}
-		p = parentOf(p)
-	}
-}
