@@ -298,13 +298,7 @@ func TestPartialRollbackMidway(t *testing.T) {
 	for _, finish := range []string{"retry", "unrevert"} {
 		t.Run(finish, func(t *testing.T) {
 			w := newWS(t)
-			w.put("x/f", "xxxx")
-			w.put("y/g", "yyyy")
-			before := w.snapshot()
-			t1 := w.turn(func() {
-				w.write("x/f", 0, "X")
-				w.write("y/g", 0, "Y")
-			})
+			before, t1 := twoFileTurn(w)
 			after := w.snapshot()
 			var clear func()
 			w.env.AfterStep = func(step int) {
@@ -385,12 +379,7 @@ func TestSymlinkedDirectoryMidwaySkipped(t *testing.T) {
 	for _, op := range []string{"rollback", "unrevert"} {
 		t.Run(op, func(t *testing.T) {
 			w := newWS(t)
-			w.put("x/f", "xxxx")
-			w.put("y/g", "yyyy")
-			t1 := w.turn(func() {
-				w.write("x/f", 0, "X")
-				w.write("y/g", 0, "Y")
-			})
+			_, t1 := twoFileTurn(w)
 			dir := "x"
 			if op == "unrevert" {
 				w.rollback(t1, false)
@@ -428,6 +417,20 @@ func TestSymlinkedDirectoryMidwaySkipped(t *testing.T) {
 	}
 }
 
+// twoFileTurn seeds x/f and y/g and runs a turn that writes both (x/f
+// first, so y/g's steps run first); it returns the workspace before the
+// turn, and the turn.
+func twoFileTurn(w *ws) (string, journal.Turn) {
+	w.t.Helper()
+	w.put("x/f", "xxxx")
+	w.put("y/g", "yyyy")
+	before := w.snapshot()
+	return before, w.turn(func() {
+		w.write("x/f", 0, "X")
+		w.write("y/g", 0, "Y")
+	})
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -441,12 +444,7 @@ func must(t *testing.T, err error) {
 // the rollback.
 func TestUnrevertStoppedThenRetried(t *testing.T) {
 	w := newWS(t)
-	w.put("x/f", "xxxx")
-	w.put("y/g", "yyyy")
-	t1 := w.turn(func() {
-		w.write("x/f", 0, "X")
-		w.write("y/g", 0, "Y")
-	})
+	_, t1 := twoFileTurn(w)
 	after := w.snapshot()
 	w.rollback(t1, false)
 	var clear func()
