@@ -25,6 +25,11 @@ func (x *executor) remove(s *Step) error {
 		return err
 	}
 	defer sl.close()
+	return x.removeIn(s, sl)
+}
+
+// removeIn is remove with the slot of s.Path open.
+func (x *executor) removeIn(s *Step, sl *slot) error {
 	st, id, ok, err := x.statSlot(sl)
 	if err != nil {
 		return err

@@ -132,16 +132,17 @@ func (x *executor) removeTree(s *Step) error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return x.remove(s) // done before a crash, or a mismatch it reports
-	}
-	if id == s.Ino && x.holdsOnly(s, sl) {
+	if ok && id == s.Ino && x.holdsOnly(s, sl) {
 		return x.putAside(s, sl, st, id)
 	}
-	for i := range s.Covers {
-		x.do(&s.Covers[i])
+	if ok {
+		for i := range s.Covers {
+			x.do(&s.Covers[i])
+		}
 	}
-	return x.remove(s)
+	// Done before a crash, a mismatch it reports, or the directory,
+	// emptied by the folded steps, on its own.
+	return x.removeIn(s, sl)
 }
 
 // holdsOnly reports whether the directory of s (in slot sl) holds
