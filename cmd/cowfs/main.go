@@ -70,6 +70,7 @@ bits) names no turn and is refused (exit 2).
 		newRunCommand(),
 		newPurgeCommand(),
 		newFsckCommand(),
+		newMCPCommand(),
 	)
 	usageErrors(root)
 	return root

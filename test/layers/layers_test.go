@@ -19,21 +19,22 @@ const module = "github.com/cowfs/cowfs/"
 // directly or not. A package missing here may depend on anything (the
 // daemon, tests, tools).
 var allowed = map[string][]string{
-	"backing":  {},
-	"sparse":   {},
-	"privdir":  {},
-	"journal":  {"sparse"},
-	"ctl":      {"privdir"},
-	"aside":    {"backing"},
-	"agent":    {"journal", "sparse"},
-	"fs":       {"journal", "aside", "backing", "sparse", "agent"},
-	"rollback": {"journal", "aside", "backing", "sparse"},
-	"rescan":   {"journal", "aside", "backing", "sparse"},
+	"backing":   {},
+	"sparse":    {},
+	"privdir":   {},
+	"journal":   {"sparse"},
+	"ctl":       {"privdir"},
+	"aside":     {"backing"},
+	"agent":     {"journal", "sparse"},
+	"fs":        {"journal", "aside", "backing", "sparse", "agent"},
+	"rollback":  {"journal", "aside", "backing", "sparse"},
+	"rescan":    {"journal", "aside", "backing", "sparse"},
+	"mcpserver": {"ctl", "privdir"},
 }
 
 // direct lists packages checked on their direct imports only.
 var direct = map[string][]string{
-	"cmd/cowfs": {"daemon", "ctl"},
+	"cmd/cowfs": {"daemon", "ctl", "mcpserver"},
 }
 
 // TestLayers reads the imports of every package's non-test files (so a
