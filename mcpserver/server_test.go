@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -61,6 +62,9 @@ func (f *fakeDaemon) Turn(_ context.Context, ref, _ string) (ctl.TurnDetail, err
 }
 
 func (f *fakeDaemon) Content(_ context.Context, at, path string) (io.ReadCloser, error) {
+	if path == "bin" {
+		return io.NopCloser(strings.NewReader("\x7fELF\x00\x01")), nil
+	}
 	return io.NopCloser(strings.NewReader("content of " + path + " at " + at)), nil
 }
 
@@ -282,6 +286,10 @@ func TestReadTools(t *testing.T) {
 	if !strings.Contains(text, "content of x/y at t1") {
 		t.Errorf("cat: %q", text)
 	}
+	text, s, _ = call(t, cs, "cat", map[string]any{"turn": 1, "path": "bin"})
+	if s["binary"] != true || s["size"] != 6.0 || s["content"] != nil || !strings.Contains(text, "binary, not shown") {
+		t.Errorf("cat of a binary file: %v, %q", s, text)
+	}
 	for _, tool := range []string{"log", "markers"} {
 		if text, _, isErr := call(t, cs, tool, nil); isErr {
 			t.Errorf("%s: %s", tool, text)
@@ -332,6 +340,28 @@ func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{"/ws/a-b_c": "/ws/a-b_c", "/my ws": "'/my ws'", "it's": `'it'\''s'`} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMarkerShape: the schema written out for a marker names every field
+// ctl.Marker has, so the tools' schemas document them all.
+func TestMarkerShape(t *testing.T) {
+	b, err := json.Marshal(ctl.Marker{Turn: 1, ID: "i", Anchor: "a", Note: "n", Replaces: []ctl.Marker{{Turn: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	json.Unmarshal(b, &fields)
+	props := markerSchema().Properties
+	for f := range fields {
+		if props[f] == nil {
+			t.Errorf("ctl.Marker has %q, markerShape does not: add it", f)
+		}
+	}
+	for f := range props {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("markerShape has %q, ctl.Marker does not", f)
 		}
 	}
 }
