@@ -1,0 +1,480 @@
+"""The wire types of the control socket, version 1, as dataclasses.
+
+Field names are the JSON names of docs/api.md and ctl/api.go, so a reply
+reads the same here, in curl and in the other clients; the one exception
+is ``from``, a Python keyword, which is ``from_``. A field the reply may
+leave out is ``Optional`` (None when absent); every other field is always
+sent. Times are the RFC 3339 strings the daemon sends. Paths are ``str``:
+a byte of a name that is not valid UTF-8 arrives as a lone surrogate
+``\\udc80``–``\\udcff``, Python's "surrogateescape", so ``open(path)`` and
+``os.fsencode(path)`` take it as it is.
+
+Replies are parsed with ``from_wire``, which ignores fields this client
+does not know (the API may add fields; ``extra`` keeps them) and fills a
+missing required field with its zero value. ``tests/test_contract.py``
+checks real replies against these declarations, key by key, so a field
+the daemon gains fails there until it is declared here.
+"""
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Type, TypeVar, Union, get_type_hints
+
+if sys.version_info >= (3, 8):
+    from typing import Literal, get_args, get_origin
+else:  # pragma: no cover - pyproject requires 3.9
+    raise ImportError("cowfs needs Python 3.9 or later")
+
+T = TypeVar("T", bound="WireObject")
+
+#: A turn, by number or by the harness's id.
+TurnRef = Union[int, str]
+
+TurnState = Literal["open", "closed", "reverted"]
+ChangeKind = Literal["created", "modified", "deleted", "renamed", "metadata"]
+EventKind = Literal["created", "modified", "deleted", "moved", "metadata", "restored", "recovered"]
+FileType = Literal["file", "dir", "symlink", "fifo", "socket", "char", "block"]
+RollbackAction = Literal["restore", "recover", "delete", "skip"]
+PruneReason = Literal["window", "max_journal_size", "disk_full"]
+EventType = Literal["change", "turn_begin", "turn_end", "step", "rollback", "unrevert",
+                    "turn_pruned", "gap", "journal_error"]
+
+
+def _wire(name: str, **kw: Any) -> Any:
+    """A field whose JSON name is not its Python name."""
+    return field(metadata={"wire": name}, **kw)
+
+
+class WireObject:
+    """The base of every reply type: parsing from JSON and back."""
+
+    @property
+    def extra(self) -> Dict[str, Any]:
+        """The fields of the reply this client does not declare (the API may add fields)."""
+        return self.__dict__.get("_extra", {})
+
+    @classmethod
+    def from_wire(cls: Type[T], value: Any) -> T:
+        """Parses a decoded JSON object; unknown fields go to ``extra``."""
+        if not isinstance(value, dict):
+            raise TypeError(f"{cls.__name__}: a {type(value).__name__}, not a JSON object")
+        hints = _hints(cls)
+        kwargs: Dict[str, Any] = {}
+        known = set()
+        for f in dataclasses.fields(cls):
+            name = wire_name(f)
+            known.add(name)
+            tp = hints[f.name]
+            if name in value:
+                kwargs[f.name] = _parse(tp, value[name])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                kwargs[f.name] = None if _optional(tp) else _zero(tp)
+        obj = cls(**kwargs)  # type: ignore[call-arg]
+        extra = {k: v for k, v in value.items() if k not in known}
+        if extra:
+            obj.__dict__["_extra"] = extra
+        return obj
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The JSON object: absent optional fields left out, unknown ones kept."""
+        out: Dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            out[wire_name(f)] = _dump(v)
+        out.update(self.extra)
+        return out
+
+
+def wire_name(f: "dataclasses.Field[Any]") -> str:
+    """A field's JSON name."""
+    return f.metadata.get("wire", f.name)
+
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> Dict[str, Any]:
+    h = _HINTS.get(cls)
+    if h is None:
+        h = _HINTS[cls] = get_type_hints(cls)
+    return h
+
+
+def field_types(cls: type) -> Dict[str, Any]:
+    """A reply type's fields by JSON name, with their type hints."""
+    hints = _hints(cls)
+    return {wire_name(f): hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _optional(tp: Any) -> bool:
+    return get_origin(tp) is Union and type(None) in get_args(tp)
+
+
+def _zero(tp: Any) -> Any:
+    origin = get_origin(tp)
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    if origin is Literal:
+        return type(get_args(tp)[0])()
+    if isinstance(tp, type) and issubclass(tp, WireObject):
+        return tp.from_wire({})
+    if tp in (int, str, bool, float):
+        return tp()
+    return None
+
+
+def _parse(tp: Any, v: Any) -> Any:
+    if v is None:
+        return None
+    origin = get_origin(tp)
+    if origin is Union:
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return _parse(args[0], v)
+        return v  # TurnRef and the like: as sent
+    if origin is list:
+        (elem,) = get_args(tp)
+        return [_parse(elem, x) for x in v] if isinstance(v, list) else v
+    if origin is dict:
+        _, val = get_args(tp)
+        return {k: _parse(val, x) for k, x in v.items()} if isinstance(v, dict) else v
+    if isinstance(tp, type) and issubclass(tp, WireObject):
+        return tp.from_wire(v)
+    return v
+
+
+def _dump(v: Any) -> Any:
+    if isinstance(v, WireObject):
+        return v.to_wire()
+    if isinstance(v, list):
+        return [_dump(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _dump(x) for k, x in v.items()}
+    return v
+
+
+@dataclass
+class AgentScope(WireObject):
+    """The processes that are a turn's agent: a process is the agent's if any entry holds it.
+
+    A change another process makes during the turn (a person's editor, a
+    second tool) is journaled but not the turn's: it carries
+    ``agent=False``, and rollbacks leave it (unless forced) and skip the
+    turn's changes to the same paths.
+    """
+
+    #: Processes whose filesystem uid is one of these.
+    uids: Optional[List[int]] = None
+    #: These processes and their descendants (followed across fork, exec and re-parenting); each must be running.
+    pids: Optional[List[int]] = None
+    #: Processes in these cgroup v2 cgroups or beneath them; each must exist.
+    cgroups: Optional[List[str]] = None
+
+
+@dataclass
+class Turn(WireObject):
+    """One turn."""
+
+    #: 1, 2, 3 … never reused.
+    num: int
+    state: TurnState
+    began_at: str
+    #: Paths with a net change by the turn's agent.
+    changed_paths: int
+    #: Journal records.
+    records: int
+    #: Bytes the turn added to the journal.
+    journal_bytes: int
+    #: The harness's id.
+    id: Optional[str] = None
+    #: The conversation anchor (the user message's id).
+    anchor: Optional[str] = None
+    ended_at: Optional[str] = None
+    #: Paths processes outside the turn's agent scope changed during it.
+    not_agent_paths: Optional[int] = None
+    #: The turn's agent scope; None if every process is its agent.
+    agent: Optional[AgentScope] = None
+
+
+@dataclass
+class PrunedEarly(WireObject):
+    """When turns last left the window before their time."""
+
+    #: The newest turn that left.
+    through: int
+    #: ``max_journal_size`` or ``disk_full``.
+    reason: PruneReason
+    time: str
+
+
+@dataclass
+class TurnList(WireObject):
+    """The body of ``GET /v1/turns``."""
+
+    #: Oldest first.
+    turns: List[Turn]
+    #: Paths changed through the mount while no turn was open, in the window.
+    outside_turns: int
+    pruned_early: Optional[PrunedEarly] = None
+
+
+@dataclass
+class Resources(WireObject):
+    """What the daemon process holds."""
+
+    goroutines: int
+    open_files: int
+    rss_bytes: int
+    #: The peak since the daemon started.
+    max_rss_bytes: int
+
+
+@dataclass
+class Change(WireObject):
+    """The net effect of a turn on one path."""
+
+    #: Relative to the workspace root.
+    path: str
+    kind: ChangeKind
+    type: FileType
+    #: The pre-image kept for the path: what a rollback would put back.
+    bytes: int
+    #: The process that made the first change (0: a kernel flush no process maps any more).
+    pid: int
+    uid: int
+    command: str
+    time: str
+    #: For ``renamed``: where it was (JSON ``from``).
+    from_: Optional[str] = _wire("from", default=None)
+    #: The step (tool call) the first change was made in.
+    step: Optional[str] = None
+    #: Made (at least partly) outside the mount; a rollback leaves it alone unless forced.
+    outside: Optional[bool] = None
+    #: False: made by a process outside the turn's agent scope, not the turn's. None: the agent's.
+    agent: Optional[bool] = None
+
+
+@dataclass
+class TurnDetail(Turn):
+    """The body of ``GET /v1/turns/{ref}``: a turn and its changes, sorted by path."""
+
+    changes: List[Change] = field(default_factory=list)
+
+
+@dataclass
+class Status(WireObject):
+    """The body of ``GET /v1/status``."""
+
+    version: str
+    #: The backing directory.
+    workspace: str
+    #: Where the view is mounted.
+    mountpoint: str
+    journal: str
+    socket: str
+    #: The daemon's pid.
+    pid: int
+    started_at: str
+    #: Turns kept.
+    window: int
+    #: Whether commits are fsynced.
+    sync: bool
+    #: Turns in the window.
+    turns: int
+    journal_bytes: int
+    content_bytes: int
+    free_bytes: int
+    #: ``--max-journal-size``; 0: none.
+    max_journal_bytes: int
+    #: Rollbacks since the last turn began; the latest can be unreverted.
+    unrevertable: int
+    resources: Resources
+    open_turn: Optional[Turn] = None
+    #: With ``latest_turn``, the range a rollback can reach.
+    oldest_turn: Optional[int] = None
+    latest_turn: Optional[int] = None
+    pruned_early: Optional[PrunedEarly] = None
+    #: Why the journal became unusable.
+    journal_error: Optional[str] = None
+    #: FUSE requests served since the mount started, by operation.
+    fuse_requests: Optional[Dict[str, int]] = None
+
+
+@dataclass
+class PathAction(WireObject):
+    """What a rollback does (or, dry, would do) to one path."""
+
+    path: str
+    action: RollbackAction
+    type: FileType
+    reason: Optional[str] = None
+    #: A rename undone: the object recovered at ``path`` comes from here (JSON ``from``).
+    from_: Optional[str] = _wire("from", default=None)
+    #: A rename undone: the object deleted from ``path`` moves here.
+    to: Optional[str] = None
+    #: What else happened to a path the rollback restored (a refused writeback of a shared mapping).
+    note: Optional[str] = None
+    #: An earlier rollback skipped changes to this path and this one, the cause gone, undid them.
+    retried: Optional[bool] = None
+
+
+@dataclass
+class RollbackCounts(WireObject):
+    """A rollback's paths summed."""
+
+    restored: int
+    recovered: int
+    deleted: int
+    skipped: int
+    dirs_removed: int
+    dirs_recreated: int
+
+
+@dataclass
+class Marker(WireObject):
+    """Where the harness truncates its conversation after a rollback: at ``anchor``."""
+
+    #: The turn rolled back to before.
+    turn: int
+    created_at: str
+    #: At most 160 characters for the model: later messages were removed and the files restored.
+    note: str
+    id: Optional[str] = None
+    anchor: Optional[str] = None
+    #: The markers this one superseded, oldest turn first.
+    replaces: Optional[List["Marker"]] = None
+
+
+@dataclass
+class RollbackResult(WireObject):
+    """The reply to a rollback or an unrevert."""
+
+    #: The turn rolled back to before (for an unrevert: the turn the undone rollback went back to).
+    target: int
+    #: Sorted by path.
+    paths: List[PathAction]
+    counts: RollbackCounts
+    #: False for a partial rollback: no marker, no turn reverted; ``failure`` says what failed.
+    complete: bool
+    dry_run: Optional[bool] = None
+    unrevert: Optional[bool] = None
+    #: The rollback's id (None in a dry run).
+    rollback: Optional[int] = None
+    #: None in a dry run, an unrevert and a partial rollback.
+    marker: Optional[Marker] = None
+    failure: Optional[str] = None
+
+
+@dataclass
+class MarkerList(WireObject):
+    """The body of ``GET /v1/markers``."""
+
+    #: Oldest turn first.
+    markers: List[Marker]
+
+
+@dataclass
+class StepStarted(WireObject):
+    """The reply to a step."""
+
+    turn: int
+    id: str
+
+
+@dataclass
+class Event(WireObject):
+    """One line of ``GET /v1/events``. Which fields are set depends on ``type``."""
+
+    #: Orders events; resume after it.
+    seq: int
+    time: str
+    type: EventType
+    #: The turn the event happened in (None: outside a turn).
+    turn: Optional[int] = None
+    step: Optional[str] = None
+    # change: one event per journaled change, not netted.
+    path: Optional[str] = None
+    kind: Optional[EventKind] = None
+    from_: Optional[str] = _wire("from", default=None)
+    bytes: Optional[int] = None
+    pid: Optional[int] = None
+    uid: Optional[int] = None
+    command: Optional[str] = None
+    outside: Optional[bool] = None
+    agent: Optional[bool] = None
+    # turn_begin; turn_pruned (id).
+    id: Optional[str] = None
+    anchor: Optional[str] = None
+    # rollback, unrevert; and a change a rollback or an unrevert made.
+    rollback: Optional[int] = None
+    target: Optional[int] = None
+    counts: Optional[RollbackCounts] = None
+    marker: Optional[Marker] = None
+    failure: Optional[str] = None
+    # turn_pruned.
+    reason: Optional[PruneReason] = None
+    # journal_error.
+    message: Optional[str] = None
+
+
+@dataclass
+class DiffFile(WireObject):
+    """One changed file in a diff."""
+
+    path: str
+    status: Literal["created", "modified", "deleted", "renamed", "metadata"]
+    #: Lines.
+    added: int
+    removed: int
+    #: Renamed: the old path (JSON ``from``).
+    from_: Optional[str] = _wire("from", default=None)
+    #: Named, not diffed.
+    binary: Optional[bool] = None
+    #: Over 1 MiB: named, not diffed.
+    too_large: Optional[bool] = None
+    #: The unified diff.
+    diff: Optional[str] = None
+    #: Why there is no diff of a changed path (a symlink's target, a directory).
+    note: Optional[str] = None
+    agent: Optional[bool] = None
+
+
+@dataclass
+class Diff(WireObject):
+    """The body of ``GET /v1/diff``."""
+
+    #: "turn 3", "turn 3 step call_1" (JSON ``from``).
+    from_: str = _wire("from")
+    #: "end of turn 3", "turn 5", "now".
+    to: str = ""
+    files: List[DiffFile] = field(default_factory=list)
+
+
+@dataclass
+class Purged(WireObject):
+    """The body of ``DELETE /v1/journal``: what the daemon removed, in order."""
+
+    removed: List[str]
+
+
+@dataclass
+class ErrorBody(WireObject):
+    """The body of every error reply, as ``{"error": ErrorBody}``."""
+
+    code: str
+    message: str
+    oldest: Optional[int] = None
+    latest: Optional[int] = None
+
+
+#: Every reply type, by name (the TypeScript client's names).
+REPLY_TYPES: Dict[str, type] = {
+    c.__name__: c
+    for c in (Turn, TurnList, TurnDetail, Status, RollbackResult, MarkerList, StepStarted,
+              Event, Diff, Purged, ErrorBody)
+}
