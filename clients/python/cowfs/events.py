@@ -12,11 +12,12 @@ client's events.ts, blocking instead of async.
 
 import http.client
 import json
+import socket
 import threading
 from typing import Callable, Iterator, Optional
 
 from .errors import ConnectionError, NoDaemonError
-from .transport import Response, open_request
+from .transport import Response, UnixHTTPConnection, open_request
 from .types import Event
 
 #: Called with (since, error) each time the stream is lost and will be reopened after since.
@@ -42,7 +43,7 @@ class EventStream:
         self._last_seq = since
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._resp: Optional[Response] = None
+        self._conn: Optional[UnixHTTPConnection] = None
 
     @property
     def last_seq(self) -> int:
@@ -57,8 +58,11 @@ class EventStream:
         """Ends the iteration: a wait for the next event returns at once."""
         self._stop.set()
         with self._lock:
-            if self._resp is not None:
-                self._resp.shutdown()
+            if self._conn is not None and self._conn.sock is not None:
+                try:
+                    self._conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     def __enter__(self) -> "EventStream":
         return self
@@ -72,32 +76,41 @@ class EventStream:
             lost: Optional[BaseException] = None
             try:
                 q = f"since={self._last_seq}" + ("&follow=1" if self.follow else "")
-                resp = open_request(self.socket, "GET", f"/v1/events?{q}")
+                conn = UnixHTTPConnection(self.socket)
+                conn.connect()
+                # Registered before the request: the daemon sends the reply's
+                # head only with the first event, and close() must be able to
+                # break the wait for it.
                 with self._lock:
-                    self._resp = resp
                     if self._stop.is_set():
-                        resp.shutdown()
+                        conn.close()
+                        return
+                    self._conn = conn
                 try:
+                    resp = open_request(self.socket, "GET", f"/v1/events?{q}", conn=conn)
                     delay = self.retry_delay
-                    for line in _lines(resp):
-                        e = Event.from_wire(json.loads(line))
-                        if e.type == "gap":
-                            # Events up to e.seq left the window before we could see them.
-                            self._last_seq = max(self._last_seq, e.seq)
-                            yield e
-                        elif e.type == "journal_error":
-                            # The journal is unusable until the daemon restarts on a usable
-                            # one; reconnecting would only repeat this.
-                            yield e
-                            return
-                        elif e.seq > self._last_seq:
-                            self._last_seq = e.seq
-                            yield e
-                        # else: seen before a reconnect.
+                    try:
+                        for line in _lines(resp):
+                            e = Event.from_wire(json.loads(line))
+                            if e.type == "gap":
+                                # Events up to e.seq left the window before we could see them.
+                                self._last_seq = max(self._last_seq, e.seq)
+                                yield e
+                            elif e.type == "journal_error":
+                                # The journal is unusable until the daemon restarts on a usable
+                                # one; reconnecting would only repeat this.
+                                yield e
+                                return
+                            elif e.seq > self._last_seq:
+                                self._last_seq = e.seq
+                                yield e
+                            # else: seen before a reconnect.
+                    finally:
+                        resp.close()
                 finally:
                     with self._lock:
-                        self._resp = None
-                    resp.close()
+                        self._conn = None
+                    conn.close()
             except (NoDaemonError, ConnectionError, OSError, http.client.HTTPException) as err:
                 if self._stop.is_set():
                     return

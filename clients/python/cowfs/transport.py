@@ -79,15 +79,6 @@ class Response:
         except (OSError, http.client.HTTPException) as e:
             raise ConnectionError(f"control socket {self.conn.socket_path}: reading a reply: {e}") from e
 
-    def shutdown(self) -> None:
-        """Breaks the connection from another thread: a read blocked on it returns."""
-        s = self.conn.sock
-        if s is not None:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
     def close(self) -> None:
         self.http.close()
         self.conn.close()
@@ -100,13 +91,17 @@ class Response:
 
 
 def open_request(path: str, method: str, target: str, body: Any = None,
-                 timeout: Optional[float] = None) -> Response:
+                 timeout: Optional[float] = None,
+                 conn: Optional[UnixHTTPConnection] = None) -> Response:
     """Sends a request and returns its reply once its status is known to be a success.
 
     An error reply raises the typed error for its code. ``body`` is sent
-    as JSON when it is not None.
+    as JSON when it is not None. ``conn``: a connection to use, made (and
+    perhaps connected) by the caller, which can then break it from
+    another thread while the reply is awaited.
     """
-    conn = UnixHTTPConnection(path, timeout=timeout)
+    if conn is None:
+        conn = UnixHTTPConnection(path, timeout=timeout)
     headers = {"Host": "cowfs"}
     payload: Optional[bytes] = None
     if body is not None:
