@@ -83,7 +83,7 @@ class TestWorkspace:
 
     __test__ = False  # not a test class, whatever a collector thinks of its name
 
-    def __init__(self, root: str, name: str):
+    def __init__(self, root: str, name: str, env: Optional[Dict[str, str]] = None):
         #: The temporary directory holding everything.
         self.root = root
         #: The workspace (mounted in place).
@@ -93,6 +93,7 @@ class TestWorkspace:
         #: The environment cowfs commands run with.
         self.env: Dict[str, str] = dict(os.environ, COWFS_STATE_DIR=self.state)
         self.env.pop("COWFS_SOCKET_DIR", None)
+        self.env.update(env or {})
         #: Daemons this workspace started.
         self.pids: List[int] = []
         #: The control socket (known once mounted).
@@ -100,10 +101,13 @@ class TestWorkspace:
 
     @classmethod
     def create(cls, name: str = "ws", seed: Optional[Dict[str, str]] = None,
-               flags: Optional[List[str]] = None) -> "TestWorkspace":
-        """Creates the workspace (seeded: relative path → content) and mounts it (with flags)."""
+               flags: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None) -> "TestWorkspace":
+        """Creates the workspace (seeded: relative path → content) and mounts it (with flags).
+
+        env: variables to add to the commands' environment (COWFS_SOCKET_DIR, say).
+        """
         root = tempfile.mkdtemp(prefix="cowfs-py-")
-        w = cls(root, name)
+        w = cls(root, name, env)
         try:
             os.mkdir(w.dir)
             for rel, content in (seed or {}).items():

@@ -4,6 +4,8 @@ a path with no daemon gets NoDaemonError."""
 
 import json
 import os
+import shutil
+import tempfile
 import unittest
 
 from cowfs import Client, NoDaemonError, find_workspace, locate, socket_for, state_root
@@ -92,6 +94,15 @@ class TestDiscovery(unittest.TestCase):
         link = os.path.join(w.root, "link")
         os.symlink(w.dir, link)
         self.assertEqual(socket_for(link, w.env), w.socket)
+
+    def test_socket_dir_as_the_daemon_uses_it(self):
+        sockets = tempfile.mkdtemp(prefix="cowfs-py-sockets-")
+        self.addCleanup(shutil.rmtree, sockets, True)
+        w = TestWorkspace.create(env={"COWFS_SOCKET_DIR": sockets})
+        self.addCleanup(lambda: self.assertEqual(w.cleanup(), []))
+        self.assertEqual(os.path.dirname(w.socket), sockets)
+        self.assertEqual(socket_for(w.path(""), w.env), w.socket)
+        self.assertEqual(Client(socket=socket_for(w.dir, w.env)).status().workspace, w.dir)
 
     def test_no_daemon_outside_every_workspace(self):
         w = self.workspaces[0]
