@@ -162,9 +162,9 @@ class TestWorkspace:
         """Unmounts the workspace and waits for the daemon to exit."""
         self.cowfs("umount")
         if self.pids:
-            _wait_exit(self.pids[-1], 5.0)
+            _wait_exit(self.pids[-1], 30.0)
 
-    def wait_daemon_exit(self, timeout: float = 5.0) -> bool:
+    def wait_daemon_exit(self, timeout: float = 30.0) -> bool:
         """Waits for the latest daemon to exit (after a shutdown or purge); whether it did."""
         return not self.pids or _wait_exit(self.pids[-1], timeout)
 
@@ -178,7 +178,7 @@ class TestWorkspace:
             except (CommandError, OSError) as e:
                 forced.append(f"umount failed: {e}")
         for pid in self.pids:
-            if not _wait_exit(pid, 2.0):
+            if not _wait_exit(pid, 10.0):
                 forced.append(f"daemon {pid} still running after umount; killed")
                 try:
                     os.kill(pid, signal.SIGKILL)

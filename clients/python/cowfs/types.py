@@ -17,14 +17,8 @@ the daemon gains fails there until it is declared here.
 """
 
 import dataclasses
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Type, TypeVar, Union, get_type_hints
-
-if sys.version_info >= (3, 8):
-    from typing import Literal, get_args, get_origin
-else:  # pragma: no cover - pyproject requires 3.9
-    raise ImportError("cowfs needs Python 3.9 or later")
+from typing import Any, Dict, List, Literal, Optional, Type, TypeVar, Union, get_args, get_origin, get_type_hints
 
 T = TypeVar("T", bound="WireObject")
 

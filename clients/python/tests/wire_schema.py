@@ -8,8 +8,7 @@ test/wire-schema.ts, so the two can be compared (a marker's ``replaces``,
 which holds markers, is ``{"cycle": true}`` in both dumps).
 """
 
-import dataclasses
-from typing import Any, Dict, List, Union, get_args, get_origin
+from typing import Any, Dict, List, Optional, Union, get_args, get_origin
 
 from cowfs.types import REPLY_TYPES, ErrorBody, Literal, WireObject, field_types
 
@@ -42,7 +41,7 @@ def kind(tp: Any) -> Any:
     raise TypeError(f"no schema for {tp!r}")
 
 
-def dump(tp: Any, stack: List[type] = None) -> Any:
+def dump(tp: Any, stack: Optional[List[type]] = None) -> Any:
     """The schema of tp as JSON data, in the TypeScript dump's form."""
     stack = stack or []
     k = kind(tp)
@@ -122,5 +121,3 @@ def check_reply(name: str, value: Any) -> List[str]:
         return mismatches(value["error"], ErrorBody, f"{name}.error")
     return mismatches(value, REPLY_TYPES[name], name)
 
-
-__all__ = ["check_reply", "dump", "mismatches", "schemas", "dataclasses"]
