@@ -8,6 +8,11 @@ after that seq: nothing still in the window is lost, and since seq only
 grows (the journal keeps it across restarts), an event at or below the
 last yielded seq is a repeat and is dropped. This is the TypeScript
 client's events.ts, blocking instead of async.
+
+A daemon on its way out may still accept a connection after it closed its
+journal, and answer it with an internal error; following, that is retried
+like a daemon that is not there, up to MAX_INTERNAL_RETRIES times in a row
+(an error that stays is raised).
 """
 
 import http.client
@@ -16,9 +21,14 @@ import socket
 import threading
 from typing import Callable, Iterator, Optional
 
-from .errors import ConnectionError, NoDaemonError
+from .errors import ConnectionError, InternalError, NoDaemonError
 from .transport import Response, UnixHTTPConnection, open_request
 from .types import Event
+
+#: Internal errors in a row on opening the stream that a following stream
+#: retries: with the default backoff, some seconds, longer than a daemon
+#: takes from closing its journal to removing its socket.
+MAX_INTERNAL_RETRIES = 8
 
 #: Called with (since, error) each time the stream is lost and will be reopened after since.
 ReconnectHook = Callable[[int, Optional[BaseException]], None]
@@ -72,6 +82,7 @@ class EventStream:
 
     def __iter__(self) -> Iterator[Event]:
         delay = self.retry_delay
+        internal = 0
         while not self._stop.is_set():
             lost: Optional[BaseException] = None
             try:
@@ -89,6 +100,7 @@ class EventStream:
                 try:
                     resp = open_request(self.socket, "GET", f"/v1/events?{q}", conn=conn)
                     delay = self.retry_delay
+                    internal = 0
                     try:
                         for line in _lines(resp):
                             e = Event.from_wire(json.loads(line))
@@ -111,6 +123,13 @@ class EventStream:
                     with self._lock:
                         self._conn = None
                     conn.close()
+            except InternalError as err:
+                if self._stop.is_set():
+                    return
+                internal += 1
+                if not self.follow or internal > MAX_INTERNAL_RETRIES:
+                    raise
+                lost = err
             except (NoDaemonError, ConnectionError, OSError, http.client.HTTPException) as err:
                 if self._stop.is_set():
                     return
