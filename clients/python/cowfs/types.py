@@ -9,18 +9,17 @@ a byte of a name that is not valid UTF-8 arrives as a lone surrogate
 ``\\udc80``–``\\udcff``, Python's "surrogateescape", so ``open(path)`` and
 ``os.fsencode(path)`` take it as it is.
 
-Replies are parsed with ``from_wire``, which ignores fields this client
-does not know (the API may add fields; ``extra`` keeps them) and fills a
-missing required field with its zero value. ``tests/test_contract.py``
+Replies are parsed with ``from_wire`` (wire.py), which ignores fields this
+client does not know (the API may add fields; ``extra`` keeps them) and
+fills a missing required field with its zero value. ``tests/test_contract.py``
 checks real replies against these declarations, key by key, so a field
 the daemon gains fails there until it is declared here.
 """
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, Type, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Dict, List, Literal, Optional, Union
 
-T = TypeVar("T", bound="WireObject")
+from .wire import WireObject, wire_field
 
 #: A turn, by number or by the harness's id.
 TurnRef = Union[int, str]
@@ -33,123 +32,6 @@ RollbackAction = Literal["restore", "recover", "delete", "skip"]
 PruneReason = Literal["window", "max_journal_size", "disk_full"]
 EventType = Literal["change", "turn_begin", "turn_end", "step", "rollback", "unrevert",
                     "turn_pruned", "gap", "journal_error"]
-
-
-def _wire(name: str, **kw: Any) -> Any:
-    """A field whose JSON name is not its Python name."""
-    return field(metadata={"wire": name}, **kw)
-
-
-class WireObject:
-    """The base of every reply type: parsing from JSON and back."""
-
-    @property
-    def extra(self) -> Dict[str, Any]:
-        """The fields of the reply this client does not declare (the API may add fields)."""
-        return self.__dict__.get("_extra", {})
-
-    @classmethod
-    def from_wire(cls: Type[T], value: Any) -> T:
-        """Parses a decoded JSON object; unknown fields go to ``extra``."""
-        if not isinstance(value, dict):
-            raise TypeError(f"{cls.__name__}: a {type(value).__name__}, not a JSON object")
-        hints = _hints(cls)
-        kwargs: Dict[str, Any] = {}
-        known = set()
-        for f in dataclasses.fields(cls):
-            name = wire_name(f)
-            known.add(name)
-            tp = hints[f.name]
-            if name in value:
-                kwargs[f.name] = _parse(tp, value[name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                kwargs[f.name] = None if _optional(tp) else _zero(tp)
-        obj = cls(**kwargs)  # type: ignore[call-arg]
-        extra = {k: v for k, v in value.items() if k not in known}
-        if extra:
-            obj.__dict__["_extra"] = extra
-        return obj
-
-    def to_wire(self) -> Dict[str, Any]:
-        """The JSON object: absent optional fields left out, unknown ones kept."""
-        out: Dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            v = getattr(self, f.name)
-            if v is None:
-                continue
-            out[wire_name(f)] = _dump(v)
-        out.update(self.extra)
-        return out
-
-
-def wire_name(f: "dataclasses.Field[Any]") -> str:
-    """A field's JSON name."""
-    return f.metadata.get("wire", f.name)
-
-
-_HINTS: Dict[type, Dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> Dict[str, Any]:
-    h = _HINTS.get(cls)
-    if h is None:
-        h = _HINTS[cls] = get_type_hints(cls)
-    return h
-
-
-def field_types(cls: type) -> Dict[str, Any]:
-    """A reply type's fields by JSON name, with their type hints."""
-    hints = _hints(cls)
-    return {wire_name(f): hints[f.name] for f in dataclasses.fields(cls)}
-
-
-def _optional(tp: Any) -> bool:
-    return get_origin(tp) is Union and type(None) in get_args(tp)
-
-
-def _zero(tp: Any) -> Any:
-    origin = get_origin(tp)
-    if origin is list:
-        return []
-    if origin is dict:
-        return {}
-    if origin is Literal:
-        return type(get_args(tp)[0])()
-    if isinstance(tp, type) and issubclass(tp, WireObject):
-        return tp.from_wire({})
-    if tp in (int, str, bool, float):
-        return tp()
-    return None
-
-
-def _parse(tp: Any, v: Any) -> Any:
-    if v is None:
-        return None
-    origin = get_origin(tp)
-    if origin is Union:
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return _parse(args[0], v)
-        return v  # TurnRef and the like: as sent
-    if origin is list:
-        (elem,) = get_args(tp)
-        return [_parse(elem, x) for x in v] if isinstance(v, list) else v
-    if origin is dict:
-        _, val = get_args(tp)
-        return {k: _parse(val, x) for k, x in v.items()} if isinstance(v, dict) else v
-    if isinstance(tp, type) and issubclass(tp, WireObject):
-        return tp.from_wire(v)
-    return v
-
-
-def _dump(v: Any) -> Any:
-    if isinstance(v, WireObject):
-        return v.to_wire()
-    if isinstance(v, list):
-        return [_dump(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _dump(x) for k, x in v.items()}
-    return v
 
 
 @dataclass
@@ -244,7 +126,7 @@ class Change(WireObject):
     command: str
     time: str
     #: For ``renamed``: where it was (JSON ``from``).
-    from_: Optional[str] = _wire("from", default=None)
+    from_: Optional[str] = wire_field("from", default=None)
     #: The step (tool call) the first change was made in.
     step: Optional[str] = None
     #: Made (at least partly) outside the mount; a rollback leaves it alone unless forced.
@@ -308,7 +190,7 @@ class PathAction(WireObject):
     type: FileType
     reason: Optional[str] = None
     #: A rename undone: the object recovered at ``path`` comes from here (JSON ``from``).
-    from_: Optional[str] = _wire("from", default=None)
+    from_: Optional[str] = wire_field("from", default=None)
     #: A rename undone: the object deleted from ``path`` moves here.
     to: Optional[str] = None
     #: What else happened to a path the rollback restored (a refused writeback of a shared mapping).
@@ -394,7 +276,7 @@ class Event(WireObject):
     # change: one event per journaled change, not netted.
     path: Optional[str] = None
     kind: Optional[EventKind] = None
-    from_: Optional[str] = _wire("from", default=None)
+    from_: Optional[str] = wire_field("from", default=None)
     bytes: Optional[int] = None
     pid: Optional[int] = None
     uid: Optional[int] = None
@@ -426,7 +308,7 @@ class DiffFile(WireObject):
     added: int
     removed: int
     #: Renamed: the old path (JSON ``from``).
-    from_: Optional[str] = _wire("from", default=None)
+    from_: Optional[str] = wire_field("from", default=None)
     #: Named, not diffed.
     binary: Optional[bool] = None
     #: Over 1 MiB: named, not diffed.
@@ -443,7 +325,7 @@ class Diff(WireObject):
     """The body of ``GET /v1/diff``."""
 
     #: "turn 3", "turn 3 step call_1" (JSON ``from``).
-    from_: str = _wire("from")
+    from_: str = wire_field("from")
     #: "end of turn 3", "turn 5", "now".
     to: str = ""
     files: List[DiffFile] = field(default_factory=list)

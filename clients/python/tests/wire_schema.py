@@ -8,9 +8,10 @@ test/wire-schema.ts, so the two can be compared (a marker's ``replaces``,
 which holds markers, is ``{"cycle": true}`` in both dumps).
 """
 
-from typing import Any, Dict, List, Optional, Union, get_args, get_origin
+from typing import Any, Dict, List, Literal, Optional, Union, get_args, get_origin
 
-from cowfs.types import REPLY_TYPES, ErrorBody, Literal, WireObject, field_types
+from cowfs.types import REPLY_TYPES, ErrorBody
+from cowfs.wire import WireObject, field_types
 
 
 def _optional(tp: Any) -> Any:
