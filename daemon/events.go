@@ -44,6 +44,15 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 			}
 			return nil
 		})
+		if err != nil && s.stoppingNow() {
+			// A purge closes the journal while the socket still
+			// answers: the stream ends as every stream does at a stop,
+			// and the client's reconnect finds no daemon.
+			if follow {
+				return nil
+			}
+			return ctl.Errorf(ctl.CodeBusy, "the daemon is stopping")
+		}
 		if err != nil || !follow {
 			return err
 		}
@@ -124,4 +133,14 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		return e, false
 	}
 	return e, true
+}
+
+// stoppingNow tells whether Stop has begun.
+func (s *service) stoppingNow() bool {
+	select {
+	case <-s.d.stopping:
+		return true
+	default:
+		return false
+	}
 }
