@@ -71,6 +71,8 @@ bits) names no turn and is refused (exit 2).
 		newPurgeCommand(),
 		newFsckCommand(),
 		newMCPCommand(),
+		newIntegrateCommand(),
+		newHookCommand(),
 	)
 	usageErrors(root)
 	return root

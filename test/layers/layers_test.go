@@ -30,11 +30,12 @@ var allowed = map[string][]string{
 	"rollback":  {"journal", "aside", "backing", "sparse"},
 	"rescan":    {"journal", "aside", "backing", "sparse"},
 	"mcpserver": {"ctl", "privdir"},
+	"hook":      {"ctl", "privdir"},
 }
 
 // direct lists packages checked on their direct imports only.
 var direct = map[string][]string{
-	"cmd/cowfs": {"daemon", "ctl", "mcpserver"},
+	"cmd/cowfs": {"daemon", "ctl", "mcpserver", "hook"},
 }
 
 // TestLayers reads the imports of every package's non-test files (so a

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/hook"
+)
+
+// rewound is the JSON of 'cowfs integrate claude-code --rewind'.
+type rewound struct {
+	Rollback ctl.RollbackResult `json:"rollback"`
+	Resume   rewoundResume      `json:"resume"`
+}
+
+type rewoundResume struct {
+	hook.ClaudeResume
+	// Command resumes the session truncated before the turn; empty if
+	// the turn's prompt began the session (start a new one).
+	Command string `json:"command"`
+	Dir     string `json:"dir"` // where to run it: the workspace
+}
+
+// runRewindClaude rolls back to before a turn the Claude Code hooks
+// began and prints how to truncate the conversation to match. The
+// resume point is found first: a turn whose conversation point cannot be
+// found is not rolled back, so files and conversation never part.
+func runRewindClaude(opts integrateOptions) error {
+	// Like rollback, it works with no daemon, on the journal itself.
+	global.command = "rollback"
+	var res rewound
+	err := call(func(ctx context.Context, c *ctl.Client) error {
+		t, err := c.Turn(ctx, opts.rewind, "")
+		if err != nil {
+			return err
+		}
+		if res.Resume.ClaudeResume, err = resumePoint(t.Turn, opts.transcript); err != nil {
+			return err
+		}
+		res.Rollback, err = c.Rollback(ctx, ctl.RollbackRequest{To: ctl.TurnRef(opts.rewind), DryRun: opts.rollback.dryRun, Force: opts.rollback.force})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	loc, _ := located()
+	res.Resume.Command = res.Resume.ClaudeResume.Command()
+	res.Resume.Dir = loc.Workspace
+	if opts.rollback.json {
+		if err := printJSON(res); err != nil {
+			return err
+		}
+		if !res.Rollback.Complete {
+			return errPartial
+		}
+		return nil
+	}
+	quiet := opts.rollback
+	quiet.json = false
+	if err := printRollback(quiet, res.Rollback); err != nil {
+		return err
+	}
+	then := "Now truncate the conversation to match, in " + shownPath(ctl.Path(loc.Workspace)) + ":"
+	if res.Rollback.DryRun {
+		then = "The conversation would then be truncated, in " + shownPath(ctl.Path(loc.Workspace)) + ", with:"
+	}
+	if res.Resume.Command == "" {
+		fmt.Printf("Turn %d's prompt began Claude Code session %s: nothing of the session comes before it; start a new session (claude).\n", res.Rollback.Target, res.Resume.Session)
+		return nil
+	}
+	fmt.Printf("%s\n  %s\n", then, res.Resume.Command)
+	return nil
+}
+
+// resumePoint finds where the conversation stood when t's prompt came.
+func resumePoint(t ctl.Turn, transcript string) (hook.ClaudeResume, error) {
+	session, _, err := hook.ClaudeAnchorParts(t.Anchor)
+	if err != nil || !strings.HasPrefix(t.ID, hook.ClaudeTurnPrefix) {
+		return hook.ClaudeResume{}, usageError{fmt.Errorf("turn %d%s was not begun by the Claude Code hook: roll it back with 'cowfs rollback %d'", t.Num, idAnchor(t.ID, t.Anchor), t.Num)}
+	}
+	if transcript == "" {
+		if transcript, err = hook.ClaudeTranscript(hook.ClaudeConfigDir(), session); err != nil {
+			return hook.ClaudeResume{}, fmt.Errorf("%w; name it with --transcript, or roll back the files alone with 'cowfs rollback %d'", err, t.Num)
+		}
+	}
+	r, err := hook.ClaudeResumePoint(t.Anchor, transcript)
+	if errors.Is(err, hook.ErrPromptNotInTranscript) {
+		err = fmt.Errorf("%w; roll back the files alone with 'cowfs rollback %d'", err, t.Num)
+	}
+	return r, err
+}
