@@ -1,0 +1,127 @@
+package hook
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// userSettings is a settings file a person wrote, with hooks of their
+// own on an event cowfs hooks too, and key order that is not sorted.
+const userSettings = `{
+  "permissions": {"allow": ["Bash(npm run test:*)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}
+    ],
+    "PostToolUse": [
+      {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}
+    ]
+  },
+  "model": "opus"
+}`
+
+func commands() map[string]string {
+	m := map[string]string{}
+	for _, ev := range ClaudeEvents {
+		m[ev] = ClaudeHookCommand("/usr/local/bin/cowfs", "/w s", ev)
+	}
+	return m
+}
+
+func TestAddClaudeHooksKeepsTheUsersSettings(t *testing.T) {
+	b, err := AddClaudeHooks([]byte(userSettings), commands())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`"Bash(npm run test:*)"`, `"./check.sh"`, `"prettier --write"`, `"model": "opus"`,
+		`"/usr/local/bin/cowfs -w '/w s' hook claude-code UserPromptSubmit"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s in\n%s", want, s)
+		}
+	}
+	if strings.Index(s, `"permissions"`) > strings.Index(s, `"hooks"`) || strings.Index(s, `"hooks"`) > strings.Index(s, `"model"`) {
+		t.Errorf("keys reordered:\n%s", s)
+	}
+	evs, _ := ClaudeHooksIn(b)
+	if !reflect.DeepEqual(evs, []string{"PreToolUse", "UserPromptSubmit", "Stop", "SessionEnd"}) {
+		t.Errorf("our hooks on %v", evs)
+	}
+	// Again: the same bytes, no hook doubled.
+	again, err := AddClaudeHooks(b, commands())
+	if err != nil || string(again) != s {
+		t.Fatalf("not idempotent (%v):\n%s\n---\n%s", err, s, again)
+	}
+	// A moved binary replaces the old commands.
+	moved := commands()
+	moved[ClaudeStop] = ClaudeHookCommand("/opt/cowfs", "/w s", ClaudeStop)
+	b2, _ := AddClaudeHooks(b, moved)
+	if strings.Count(string(b2), "hook claude-code Stop") != 1 || !strings.Contains(string(b2), "/opt/cowfs") {
+		t.Fatalf("moved:\n%s", b2)
+	}
+}
+
+func TestRemoveClaudeHooksTakesOnlyOurs(t *testing.T) {
+	b, _ := AddClaudeHooks([]byte(userSettings), commands())
+	out, n, err := RemoveClaudeHooks(b)
+	if err != nil || n != 4 {
+		t.Fatalf("removed %d: %v", n, err)
+	}
+	s := string(out)
+	if strings.Contains(s, "claude-code") || strings.Contains(s, "UserPromptSubmit") || strings.Contains(s, "SessionEnd") {
+		t.Errorf("left ours or empty keys:\n%s", s)
+	}
+	for _, want := range []string{`"./check.sh"`, `"prettier --write"`, `"PreToolUse"`, `"model": "opus"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s in\n%s", want, s)
+		}
+	}
+	// Nothing of ours: nothing changes.
+	if again, n, _ := RemoveClaudeHooks(out); n != 0 || string(again) != s {
+		t.Errorf("removed %d from a file without ours", n)
+	}
+}
+
+func TestClaudeHooksAloneLeaveNothingWhenRemoved(t *testing.T) {
+	b, err := AddClaudeHooks(nil, commands())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, n, err := RemoveClaudeHooks(b)
+	if err != nil || n != 4 || strings.TrimSpace(string(out)) != "{}" {
+		t.Fatalf("removed %d, %v: %s", n, err, out)
+	}
+	// Written, that is no file and no .claude directory.
+	dir := t.TempDir()
+	p := ClaudeSettingsPath(dir)
+	if err := WriteClaudeSettings(p, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ReadClaudeSettings(p); string(got) != string(b) {
+		t.Fatalf("read back %s", got)
+	}
+	if err := WriteClaudeSettings(p, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
+		t.Fatalf(".claude left: %v", err)
+	}
+}
+
+func TestBadSettingsAreRefused(t *testing.T) {
+	for _, s := range []string{`[1]`, `{"hooks": 3}`, `{"hooks": {"Stop": 5}`} {
+		if _, err := AddClaudeHooks([]byte(s), commands()); err == nil {
+			t.Errorf("%s: no error", s)
+		}
+	}
+}
+
+func TestHookCommandQuoting(t *testing.T) {
+	got := ClaudeHookCommand("/a b/cowfs", "/it's", "Stop", "--agent-scope", "mount")
+	if want := `'/a b/cowfs' -w '/it'\''s' hook claude-code Stop --agent-scope mount`; got != want {
+		t.Fatalf("%s, want %s", got, want)
+	}
+}
