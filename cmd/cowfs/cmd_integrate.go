@@ -42,6 +42,11 @@ never doubled. Done outside any turn: refused while one is open (end it with
 'cowfs turn end'). With no daemon serving the workspace, the hooks are written
 and block every prompt until it is mounted ('cowfs mount -d WORKSPACE').
 
+Each turn's agent is the Claude Code process and its descendants, so what a
+person changes in the workspace meanwhile is not the agent's (a rollback
+leaves it, and reports the agent's changes to the same paths);
+--agent-scope mount leaves the agent to the mount's default instead.
+
 --remove takes cowfs's hooks out again (and the keys, or the file, they alone
 filled).
 
