@@ -28,18 +28,22 @@
 //
 // claude*.go: the hook JSON Claude Code sends (claude.go), the turn id
 // and anchor taken from it (claude_anchor.go), the session transcript
-// read for the anchor (claude_transcript.go), and the hooks merged into
-// and taken out of .claude/settings.json (claude_settings.go).
+// read for where to resume after a rollback (claude_transcript.go), and
+// the hooks merged into and taken out of .claude/settings.json
+// (claude_settings.go, keeping the person's key order: jsonobject.go).
 //
 // The turn id is "cc-" and the first 8 hex digits of prompt_id: short
-// enough for `cowfs log`, unique in any window. The anchor is where the
-// conversation stood before the prompt, "SESSION/UUID": the session id
-// and the uuid of the last transcript entry before the prompt's own.
-// `claude --resume SESSION --resume-session-at UUID` keeps the
-// conversation up to that entry, dropping the prompt and all after it:
-// exactly what a rollback to before the turn drops of the files. The
-// first prompt of a session has nothing before it; its anchor is the
-// session id alone, and going back before it means a new session.
+// enough for `cowfs log`, unique in any window. The anchor is
+// "SESSION/PROMPT", session_id and prompt_id: it names the prompt, as a
+// harness's anchor names the user message where the conversation is cut.
+// Claude Code writes the prompt to its transcript only after the hook
+// returns, so where to resume is looked up when a rollback needs it
+// (ClaudeResumePoint): the transcript entry before the prompt's own, its
+// parentUuid. `claude --resume SESSION --resume-session-at UUID` keeps
+// the conversation up to that entry and drops the prompt and all after
+// it: exactly what a rollback to before the turn drops of the files. The
+// first prompt of a session has nothing before it: going back before it
+// means a new session.
 //
 // The turn's agent is the Claude Code process (the nearest ancestor of
 // the hook that is not a shell) and its descendants, so a person
