@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,8 +53,13 @@ func claudeScripts(ws string) []anthropicapi.Script {
 			{Tools: []anthropicapi.ToolUse{bash("toolu_06wait", "echo started > started.txt; tail -f /dev/null")}},
 			{Text: "Waited."},
 		}},
+		{Match: "TASK-KILL", Replies: []anthropicapi.Reply{
+			{Tools: []anthropicapi.ToolUse{bash("toolu_07wait", "echo $$ > killed.txt; tail -f /dev/null")}},
+			{Text: "Never seen."},
+		}},
+		{Match: "TASK-AFTER", Replies: []anthropicapi.Reply{{Text: "After."}}},
 		{Match: "TASK-BLOCKED", Replies: []anthropicapi.Reply{
-			{Tools: []anthropicapi.ToolUse{bash("toolu_07blocked", "echo blocked > blocked.txt")}},
+			{Tools: []anthropicapi.ToolUse{bash("toolu_08blocked", "echo blocked > blocked.txt")}},
 			{Text: "Should not run."},
 		}},
 	}
@@ -230,14 +236,7 @@ func TestClaudeCode(t *testing.T) {
 
 	// Interrupted: SIGINT skips Stop, and SessionEnd ends the turn.
 	run := startClaude(t, w, bin, env, "TASK-WAIT: wait", "--resume", sid)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(w.path("started.txt")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting tool call never started\nstderr: %s", run.stderr.String())
-		}
-	}
+	waitFor(t, w.path("started.txt"), run)
 	if st := w.status(); st.OpenTurn == nil || st.OpenTurn.Num != 6 {
 		t.Fatalf("no turn open while the tool runs: %+v", st.OpenTurn)
 	}
@@ -248,6 +247,31 @@ func TestClaudeCode(t *testing.T) {
 	}
 	w.cowfs("undo")
 	sameTree(t, w.mnt, tree4, "the interrupted turn undone")
+
+	// Killed: no hook runs at all, and the next prompt ends the turn
+	// left open before it begins its own.
+	run = startClaude(t, w, bin, env, "TASK-KILL: wait")
+	waitFor(t, w.path("killed.txt"), run)
+	syscall.Kill(-run.cmd.Process.Pid, syscall.SIGKILL)
+	run.wait(t)
+	// Claude Code runs a tool's command in a session of its own, which
+	// outlives it; the command said which.
+	b, _ := os.ReadFile(w.path("killed.txt"))
+	if tool, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && tool > 1 {
+		syscall.Kill(-tool, syscall.SIGKILL)
+		syscall.Kill(tool, syscall.SIGKILL)
+	} else {
+		t.Fatalf("killed.txt: %q", b)
+	}
+	if st := w.status(); st.OpenTurn == nil || st.OpenTurn.Num != 7 {
+		t.Fatalf("the killed session's turn is not open: %+v", st.OpenTurn)
+	}
+	claude(t, w, bin, env, "TASK-AFTER: go on")
+	if st := w.status(); st.OpenTurn != nil {
+		t.Fatalf("turn %d open after the next prompt's answer", st.OpenTurn.Num)
+	}
+	w.wantHistory("after the killed session", map[uint64]string{1: ctl.StateClosed, 4: ctl.StateClosed, 5: ctl.StateClosed,
+		7: ctl.StateClosed, 8: ctl.StateClosed}, 2, 6)
 
 	// Integrate refuses inside a turn, naming how to end it.
 	w.cowfs("turn", "begin", "--id", "by-hand")
@@ -282,6 +306,19 @@ func TestClaudeCode(t *testing.T) {
 	var s map[string]any
 	if err := json.Unmarshal(settings, &s); err != nil || removed.Removed != 4 || !reflect.DeepEqual(s, map[string]any{"permissions": map[string]any{"allow": []any{"Bash(echo:*)"}}}) {
 		t.Fatalf("after --remove (%+v, %v):\n%s", removed, err, settings)
+	}
+}
+
+// waitFor waits until path exists, which a tool call of run creates.
+func waitFor(t *testing.T, path string, run *claudeRun) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool call that creates %s never ran\nstderr: %s", path, run.stderr.String())
+		}
 	}
 }
 
