@@ -147,6 +147,10 @@ func (h ClaudeHook) end(ctx context.Context, event string) Result {
 	switch {
 	case errors.Is(err, ErrNoTurn):
 		return Result{}
+	case errors.Is(err, ErrForeignTurn):
+		var f *ForeignTurnError
+		errors.As(err, &f)
+		return Result{Stderr: fmt.Sprintf("cowfs: %s: turn %d was not begun by these hooks; left open\n", event, f.Turn.Num)}
 	case err != nil:
 		return Result{Stderr: h.noted(event+": the turn was not ended", err)}
 	}

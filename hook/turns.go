@@ -129,10 +129,20 @@ func (t Turns) Step(ctx context.Context, id string) (ctl.StepStarted, error) {
 	return st, err
 }
 
-// End ends the open turn; ErrNoTurn if none is open. It ends any open
-// turn, these hooks' or not: the agent's answer is complete, and a turn
-// someone else began while it ran would hold the agent's changes.
+// End ends the open turn if these hooks began it; ErrNoTurn if none is
+// open, ErrForeignTurn if someone else's is: the end of an answer whose
+// prompt was blocked (SessionEnd fires all the same) must not end the
+// turn a person or a harness holds open.
 func (t Turns) End(ctx context.Context) (ctl.Turn, error) {
+	st, err := t.Daemon.Status(ctx)
+	switch {
+	case err != nil:
+		return ctl.Turn{}, err
+	case st.OpenTurn == nil:
+		return ctl.Turn{}, ErrNoTurn
+	case !strings.HasPrefix(st.OpenTurn.ID, t.Prefix):
+		return ctl.Turn{}, &ForeignTurnError{Turn: *st.OpenTurn}
+	}
 	tn, err := t.Daemon.EndTurn(ctx)
 	if errors.Is(err, &ctl.Error{Code: ctl.CodeConflict}) {
 		return tn, ErrNoTurn

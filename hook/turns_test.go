@@ -52,6 +52,18 @@ func TestBeginRefusesAnotherOpenTurn(t *testing.T) {
 	}
 }
 
+func TestEndLeavesAnotherOpenTurn(t *testing.T) {
+	f := &fakeDaemon{}
+	ctx := context.Background()
+	f.BeginTurn(ctx, ctl.BeginTurnRequest{ID: "by-hand"})
+	if _, err := (Turns{Daemon: f, Prefix: "cc-"}).End(ctx); !errors.Is(err, ErrForeignTurn) {
+		t.Fatalf("got %v", err)
+	}
+	if f.open != 1 {
+		t.Fatal("the other turn was ended")
+	}
+}
+
 func TestBeginGivesAUsedIDASuffix(t *testing.T) {
 	f := &fakeDaemon{}
 	tr := Turns{Daemon: f, Prefix: "cc-"}

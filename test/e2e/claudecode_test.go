@@ -278,6 +278,15 @@ func TestClaudeCode(t *testing.T) {
 	if _, stderr, code := w.run("integrate", "claude-code", "--remove"); code != 4 || !strings.Contains(stderr, "cowfs -w "+w.mnt+" turn end") {
 		t.Fatalf("integrate in a turn: exit %d: %s", code, stderr)
 	}
+	// A prompt meanwhile is blocked, and the end of its session leaves
+	// the person's turn open.
+	res := claude(t, w, bin, env, "TASK-BLOCKED: not now")
+	if !strings.Contains(res.Result, "blocked") || !strings.Contains(res.Result, "cowfs turn end") {
+		t.Fatalf("the prompt in a turn not Claude Code's: %+v", res)
+	}
+	if st := w.status(); st.OpenTurn == nil || st.OpenTurn.ID != "by-hand" {
+		t.Fatalf("the person's turn was ended: %+v", st.OpenTurn)
+	}
 	w.cowfs("turn", "end")
 
 	// No daemon: the prompt is blocked, saying how to mount, and the
