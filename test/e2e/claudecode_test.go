@@ -192,10 +192,22 @@ func TestClaudeCode(t *testing.T) {
 		} `json:"resume"`
 	}
 	// cowfs finds the transcript where Claude Code keeps it, in HOME.
-	rewind := exec.Command(cowfsBin, "-w", w.mnt, "integrate", "claude-code", "--rewind", "2", "--json")
-	rewind.Env = append(w.env(), "HOME="+env2home(env))
-	if out, err := rewind.Output(); err != nil || json.Unmarshal(out, &rw) != nil {
-		t.Fatalf("cowfs integrate claude-code --rewind 2: %v: %s", err, out)
+	rewind := func(args ...string) []byte {
+		cmd := exec.Command(cowfsBin, append([]string{"-w", w.mnt, "integrate", "claude-code", "--rewind", "2"}, args...)...)
+		cmd.Env = append(w.env(), "HOME="+env2home(env))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("cowfs integrate claude-code --rewind 2 %v: %v: %s", args, err, out)
+		}
+		return out
+	}
+	preview := string(rewind("--dry-run"))
+	sameTree(t, w.mnt, trees[2], "after the rewind's preview")
+	if !strings.Contains(preview, "Would roll back to before turn 2") || !strings.Contains(preview, "claude --resume "+sid+" --resume-session-at "+beforeTwo) {
+		t.Fatalf("the rewind's preview:\n%s", preview)
+	}
+	if err := json.Unmarshal(rewind("--json"), &rw); err != nil {
+		t.Fatal(err)
 	}
 	sameTree(t, w.mnt, trees[1], "rewound to before turn 2")
 	if rw.Rollback.Marker == nil || rw.Rollback.Marker.Turn != 2 || rw.Resume.Session != sid || rw.Resume.At != beforeTwo ||
