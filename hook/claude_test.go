@@ -156,7 +156,7 @@ func TestClaudeResumePoint(t *testing.T) {
 
 func TestClaudeTranscriptFound(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ClaudeTranscript(dir, "s1"); !errors.Is(err, ErrNoTranscript) {
+	if _, err := ClaudeTranscript(dir, "s1"); !errors.Is(err, ErrNoClaudeTranscript) {
 		t.Fatalf("got %v", err)
 	}
 	p := filepath.Join(dir, "projects", "-ws", "s1.jsonl")

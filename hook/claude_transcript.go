@@ -50,16 +50,16 @@ func ClaudeConfigDir() string {
 	return filepath.Join(home, ".claude")
 }
 
-// ErrNoTranscript: the session's transcript is not where Claude Code
+// ErrNoClaudeTranscript: the session's transcript is not where Claude Code
 // keeps transcripts.
-var ErrNoTranscript = errors.New("no transcript of the session")
+var ErrNoClaudeTranscript = errors.New("no transcript of the session")
 
 // ClaudeTranscript returns the path of session's transcript under the
 // configuration directory config.
 func ClaudeTranscript(config, session string) (string, error) {
 	m, _ := filepath.Glob(filepath.Join(config, "projects", "*", session+".jsonl"))
 	if len(m) == 0 {
-		return "", fmt.Errorf("%w %s under %s", ErrNoTranscript, session, filepath.Join(config, "projects"))
+		return "", fmt.Errorf("%w %s under %s", ErrNoClaudeTranscript, session, filepath.Join(config, "projects"))
 	}
 	return m[0], nil
 }
