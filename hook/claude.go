@@ -13,13 +13,13 @@ import (
 
 // ClaudeInput is what cowfs reads of the JSON Claude Code writes to a
 // hook's standard input; other fields are ignored.
+// The event is the hook's argument, not hook_event_name: the settings
+// name it, and a hook run by hand need not.
 type ClaudeInput struct {
-	SessionID      string `json:"session_id"`      // every event
-	TranscriptPath string `json:"transcript_path"` // every event
-	HookEventName  string `json:"hook_event_name"` // every event
-	PromptID       string `json:"prompt_id"`       // UserPromptSubmit and the events of its answer
-	ToolUseID      string `json:"tool_use_id"`     // PreToolUse
-	ToolName       string `json:"tool_name"`       // PreToolUse
+	SessionID string `json:"session_id"`  // every event
+	PromptID  string `json:"prompt_id"`   // UserPromptSubmit and the events of its answer
+	ToolUseID string `json:"tool_use_id"` // PreToolUse
+	ToolName  string `json:"tool_name"`   // PreToolUse: names a step that has no tool_use_id
 }
 
 // The Claude Code hook events cowfs uses.
@@ -135,6 +135,9 @@ func (h ClaudeHook) step(ctx context.Context, in ClaudeInput) Result {
 	id := in.ToolUseID
 	if id == "" {
 		id = "tool-" + h.newID()
+		if in.ToolName != "" && printableLabel(in.ToolName) {
+			id = in.ToolName + "-" + h.newID()
+		}
 	}
 	if _, err := h.Turns.Step(ctx, id); err != nil {
 		return Result{Stderr: h.noted("step "+id+" not marked", err)}

@@ -108,7 +108,8 @@ func TestClaudeIDsWithoutPromptID(t *testing.T) {
 		t.Fatalf("began %+v", f.begun[0])
 	}
 	h.Run(context.Background(), ClaudePreTool, ClaudeInput{})
-	if f.steps[0] != "tool-0badf00d" {
+	h.Run(context.Background(), ClaudePreTool, ClaudeInput{ToolName: "Bash"})
+	if f.steps[0] != "tool-0badf00d" || f.steps[1] != "Bash-0badf00d" {
 		t.Fatalf("steps %v", f.steps)
 	}
 }
