@@ -250,7 +250,7 @@ func (d *Daemon) openWorkspace(ws, jdir string) (err error) {
 	if found, err := d.rescan(false); err != nil {
 		return err
 	} else if len(found) > 0 {
-		d.Notes = append(d.Notes, fmt.Sprintf("%d paths were changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", len(found)))
+		d.Notes = append(d.Notes, fmt.Sprintf("%s changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", count(len(found), "path was", "paths were")))
 	}
 	if err := d.j.Prune(d.area.Drop); err != nil {
 		return err

@@ -202,6 +202,6 @@ func markerOf(m journal.Marker) ctl.Marker {
 
 // summary is the counts in words, for logs.
 func summary(c rollback.Counts) string {
-	return fmt.Sprintf("%d restored, %d recovered, %d deleted, %d skipped; %d directories removed, %d recreated",
-		c.Restored, c.Recovered, c.Deleted, c.Skipped, c.DirsRemoved, c.DirsRecreated)
+	return fmt.Sprintf("%d restored, %d recovered, %d deleted, %d skipped; %s removed, %d recreated",
+		c.Restored, c.Recovered, c.Deleted, c.Skipped, count(c.DirsRemoved, "directory", "directories"), c.DirsRecreated)
 }

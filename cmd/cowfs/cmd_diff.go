@@ -117,7 +117,7 @@ func printStat(d ctl.Diff) {
 		added += f.Added
 		removed += f.Removed
 	}
-	fmt.Printf(" %d %s changed, %d insertions(+), %d deletions(-)\n", len(d.Files), plural(len(d.Files), "file", "files"), added, removed)
+	fmt.Printf(" %s changed, %s(+), %s(-)\n", count(len(d.Files), "file", "files"), count(added, "insertion", "insertions"), count(removed, "deletion", "deletions"))
 }
 
 // colorDiff colors a unified diff as git does, if asked.

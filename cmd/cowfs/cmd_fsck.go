@@ -62,8 +62,8 @@ func runFsck(opts fsckOptions) error {
 			return err
 		}
 	} else {
-		fmt.Printf("%s: journal %s\n  %d turns, %d records, %s of pre-image content, %d markers\n",
-			r.Workspace, r.Journal, r.Turns, r.Records, humanBytes(r.Content), len(r.Markers))
+		fmt.Printf("%s: journal %s\n  %s, %s, %s of pre-image content, %s\n",
+			r.Workspace, r.Journal, count(r.Turns, "turn", "turns"), count(r.Records, "record", "records"), humanBytes(r.Content), count(len(r.Markers), "marker", "markers"))
 		for _, p := range r.Problems {
 			fmt.Printf("  problem: %s\n", shown(p))
 		}
@@ -79,12 +79,12 @@ func runFsck(opts fsckOptions) error {
 		}
 		unreadable = x.Unreadable
 		if !opts.json {
-			fmt.Printf("  exported %d markers, %d turns and %d paths (%d unreadable) to %s\n",
-				x.Markers, x.Turns, len(x.Paths), x.Unreadable, x.Dir)
+			fmt.Printf("  exported %s, %s and %s (%d unreadable) to %s\n",
+				count(x.Markers, "marker", "markers"), count(x.Turns, "turn", "turns"), count(len(x.Paths), "path", "paths"), x.Unreadable, x.Dir)
 		}
 	}
 	if len(r.Problems) > 0 || unreadable > 0 {
-		return codedError{fmt.Errorf("%d problems: what they name cannot be restored", len(r.Problems)+unreadable), exitError}
+		return codedError{fmt.Errorf("%s: what they name cannot be restored", count(len(r.Problems)+unreadable, "problem", "problems")), exitError}
 	}
 	return nil
 }

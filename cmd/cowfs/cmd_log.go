@@ -58,7 +58,7 @@ func runLog(opts logOptions) error {
 		fmt.Println(prunedEarly(l.PrunedEarly))
 	}
 	if l.OutsideTurns > 0 {
-		fmt.Printf("%d paths changed outside turns\n", l.OutsideTurns)
+		fmt.Printf("%s changed outside turns (cowfs show --outside lists them)\n", count(l.OutsideTurns, "path", "paths"))
 	}
 	return nil
 }

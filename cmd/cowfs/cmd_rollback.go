@@ -126,8 +126,8 @@ func rollbackSummary(res ctl.RollbackResult) string {
 	verb := "Rolled back"
 	switch {
 	case !res.Complete:
-		return fmt.Sprintf("PARTIAL rollback to before turn %d: stopped at a failure: %s\n  done so far: %d restored, %d recovered, %d deleted; %d paths not done or skipped",
-			res.Target, shown(res.Failure), c.Restored, c.Recovered, c.Deleted, c.Skipped)
+		return fmt.Sprintf("PARTIAL rollback to before turn %d: stopped at a failure: %s\n  done so far: %d restored, %d recovered, %d deleted; %s not done or skipped",
+			res.Target, shown(res.Failure), c.Restored, c.Recovered, c.Deleted, count(c.Skipped, "path", "paths"))
 	case res.DryRun:
 		verb = "Would roll back"
 	case res.Unrevert:
@@ -150,13 +150,6 @@ func dirCounts(c ctl.RollbackCounts) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func slashIfDir(typ string) string {

@@ -51,8 +51,8 @@ func runShow(opts showOptions, ref string) error {
 	if d.EndedAt != nil {
 		ended = "ended " + when(*d.EndedAt)
 	}
-	fmt.Printf("turn %d%s: began %s, %s; %d paths changed%s, %s journaled%s\n",
-		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, d.ChangedPaths, notAgentPaths(d.NotAgentPaths), humanBytes(d.JournalBytes), agentNote(d.Agent))
+	fmt.Printf("turn %d%s: began %s, %s; %s changed%s, %s journaled%s\n",
+		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, count(d.ChangedPaths, "path", "paths"), notAgentPaths(d.NotAgentPaths), humanBytes(d.JournalBytes), agentNote(d.Agent))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, ch := range d.Changes {
 		path := shownPath(ch.Path)

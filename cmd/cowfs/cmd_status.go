@@ -65,7 +65,7 @@ func runStatus(opts statusOptions) error {
 		fmt.Printf("             %s\n", prunedEarly(p))
 	}
 	if t := st.OpenTurn; t != nil {
-		fmt.Printf("open turn:   %d%s, since %s, %d paths changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), t.ChangedPaths)
+		fmt.Printf("open turn:   %d%s, since %s, %s changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), count(t.ChangedPaths, "path", "paths"))
 	} else {
 		fmt.Printf("open turn:   none\n")
 	}

@@ -109,7 +109,7 @@ func runTurnEnd(opts turnEndOptions) error {
 	if opts.json {
 		return printJSON(t)
 	}
-	fmt.Printf("turn %d ended: %d paths changed%s, %s journaled\n", t.Num, t.ChangedPaths, notAgentPaths(t.NotAgentPaths), humanBytes(t.JournalBytes))
+	fmt.Printf("turn %d ended: %s changed%s, %s journaled\n", t.Num, count(t.ChangedPaths, "path", "paths"), notAgentPaths(t.NotAgentPaths), humanBytes(t.JournalBytes))
 	return nil
 }
 

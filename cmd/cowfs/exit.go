@@ -109,7 +109,7 @@ type codedError struct {
 func exactArgs(n int) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageError{fmt.Errorf("takes %d argument(s), got %d; see cowfs %s --help", n, len(args), cmd.Name())}
+			return usageError{fmt.Errorf("takes %s, got %d; see %s --help", count(n, "argument", "arguments"), len(args), cmd.CommandPath())}
 		}
 		return nil
 	}

@@ -91,7 +91,8 @@ func main() {
 		return
 	}
 	if !errors.As(err, new(exitStatus)) {
-		fmt.Fprintf(os.Stderr, "cowfs %s: %v\n", cmd.Name(), err)
+		// The whole command path: "cowfs turn end:", not "cowfs end:".
+		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.CommandPath(), err)
 	}
 	os.Exit(exitCode(err))
 }

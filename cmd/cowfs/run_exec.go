@@ -31,7 +31,7 @@ func execCommand() {
 	io.Copy(io.Discard, ready)
 	ready.Close()
 	if err != nil || len(os.Args) < 2 {
-		fmt.Fprintf(os.Stderr, "cowfs run: started wrongly (%s=%q, %d arguments)\n", execEnv, os.Getenv(execEnv), len(os.Args))
+		fmt.Fprintf(os.Stderr, "cowfs run: started wrongly (%s=%q, %s)\n", execEnv, os.Getenv(execEnv), count(len(os.Args), "argument", "arguments"))
 		os.Exit(exitError)
 	}
 	syscall.Umask(int(umask))
