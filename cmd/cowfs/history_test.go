@@ -83,8 +83,16 @@ func (h *history) step(id string) {
 // create journals the creation of path by caller, and creates it.
 func (h *history) create(path string, caller journal.Caller) {
 	h.t.Helper()
+	h.createBy(path, caller, false)
+}
+
+// createBy is create, by a process outside the turn's agent if
+// notAgent.
+func (h *history) createBy(path string, caller journal.Caller, notAgent bool) {
+	h.t.Helper()
 	g := h.j.Enter()
-	h.must(h.j.Append(g, &journal.Record{Kind: journal.KindCreate, Path: path, Type: syscall.S_IFREG, Caller: caller}, nil))
+	rec := &journal.Record{Kind: journal.KindCreate, Path: path, Type: syscall.S_IFREG, Caller: caller, NotAgent: notAgent}
+	h.must(h.j.Append(g, rec, nil))
 	h.must(os.WriteFile(filepath.Join(h.ws, path), []byte(path+"\n"), 0o644))
 	g.Leave()
 }
