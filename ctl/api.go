@@ -144,6 +144,40 @@ type TurnDetail struct {
 	Changes []Change `json:"changes"` // sorted by path
 }
 
+// Step is one step (tool call) of a turn and what it changed.
+type Step struct {
+	// ID is the step's id (StepRequest.ID); "" for the changes made in
+	// the turn before its first step.
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"` // StepRequest.Name
+	// BeganAt is when the step began (absent for ID "").
+	BeganAt *time.Time `json:"began_at,omitempty"`
+	// ChangedPaths and NotAgentPaths count Changes as a turn does.
+	ChangedPaths  int `json:"changed_paths"`
+	NotAgentPaths int `json:"not_agent_paths,omitempty"`
+	// Changes are the step's own net changes, sorted by path, as a
+	// turn's (Change.Agent false for others'): a path two steps
+	// changed is listed under each.
+	Changes []Change `json:"changes"`
+}
+
+// StepList is the body of GET /v1/turns/{ref}/steps.
+type StepList struct {
+	Turn uint64 `json:"turn"`
+	// Steps in the order they began; a step id begun twice is listed
+	// once, where it first began, with all its changes.
+	Steps []Step `json:"steps"`
+}
+
+// OutsideChanges is the body of GET /v1/outside: the changes made in
+// the window while no turn was open (TurnList.OutsideTurns counts
+// them), one per path, folded as a turn's. Pid, uid and command are
+// those of the process that made the first of them; a change found
+// outside the mount has none (Outside).
+type OutsideChanges struct {
+	Changes []Change `json:"changes"` // sorted by path
+}
+
 // Status is the body of GET /v1/status.
 type Status struct {
 	Version    string    `json:"version"`
@@ -367,12 +401,16 @@ type errorBody struct {
 // of the turn, carry its id.
 type StepRequest struct {
 	ID string `json:"id"` // the harness's tool-call id
+	// Name is what the step is, for people reading the turn: the
+	// tool's name ("Bash", "Edit"). Optional; at most MaxIDBytes.
+	Name string `json:"name,omitempty"`
 }
 
 // StepStarted is the reply to a StepRequest.
 type StepStarted struct {
 	Turn uint64 `json:"turn"`
 	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 }
 
 // Event types on GET /v1/events.
@@ -380,7 +418,7 @@ const (
 	EventChange    = "change"     // a change through the mount
 	EventTurnBegin = "turn_begin" // with id, anchor
 	EventTurnEnd   = "turn_end"
-	EventStep      = "step" // a step began: its id is in step
+	EventStep      = "step" // a step began: its id is in step, its name in name
 	EventRollback  = "rollback"
 	EventUnrevert  = "unrevert"
 	// EventTurnPruned says a turn left the window: turn and id name it,
@@ -452,6 +490,9 @@ type Event struct {
 	// turn_begin; turn_pruned (id).
 	ID     string `json:"id,omitempty"`
 	Anchor string `json:"anchor,omitempty"`
+
+	// step: the step's name, if it was given one.
+	Name string `json:"name,omitempty"`
 
 	// turn_pruned.
 	Reason string `json:"reason,omitempty"`

@@ -116,6 +116,18 @@ func (c *Client) Turn(ctx context.Context, ref, step string) (TurnDetail, error)
 	return d, c.do(ctx, "GET", p, nil, &d)
 }
 
+// Steps lists the steps of turn ref and what each changed.
+func (c *Client) Steps(ctx context.Context, ref string) (StepList, error) {
+	var l StepList
+	return l, c.do(ctx, "GET", "/v1/turns/"+url.PathEscape(ref)+"/steps", nil, &l)
+}
+
+// Outside lists the changes made while no turn was open.
+func (c *Client) Outside(ctx context.Context) (OutsideChanges, error) {
+	var o OutsideChanges
+	return o, c.do(ctx, "GET", "/v1/outside", nil, &o)
+}
+
 // Content returns the content path had when turn at began. The caller
 // closes it.
 func (c *Client) Content(ctx context.Context, at, path string) (io.ReadCloser, error) {

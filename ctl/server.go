@@ -25,6 +25,10 @@ type Service interface {
 	// Turn describes a turn and its changes; with step, only the
 	// changes made in that step.
 	Turn(ctx context.Context, ref, step string) (TurnDetail, error)
+	// Steps lists a turn's steps and what each changed.
+	Steps(ctx context.Context, ref string) (StepList, error)
+	// Outside lists the changes made while no turn was open.
+	Outside(ctx context.Context) (OutsideChanges, error)
 	// Content returns the content path had when turn at began.
 	Content(ctx context.Context, at, path string) (io.ReadCloser, error)
 	// Rollback rolls the workspace back to before a turn, or plans it.
@@ -144,6 +148,25 @@ func (s *Server) routes() http.Handler {
 		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"), r.URL.Query().Get("step"))
 		return reply(w, http.StatusOK, d, err)
 	})
+	steps := func(w http.ResponseWriter, r *http.Request, ref string) error {
+		if err := checkLabel("turn", ref, MaxIDBytes); err != nil {
+			return err
+		}
+		l, err := s.svc.Steps(r.Context(), ref)
+		return reply(w, http.StatusOK, l, err)
+	}
+	route("GET", "/v1/turns/{ref}/steps", func(w http.ResponseWriter, r *http.Request) error {
+		return steps(w, r, r.PathValue("ref"))
+	})
+	// The pattern POST uses is more specific than the one above: it
+	// takes GET too, for a turn whose id is "current".
+	route("GET", "/v1/turns/current/steps", func(w http.ResponseWriter, r *http.Request) error {
+		return steps(w, r, "current")
+	})
+	route("GET", "/v1/outside", func(w http.ResponseWriter, r *http.Request) error {
+		o, err := s.svc.Outside(r.Context())
+		return reply(w, http.StatusOK, o, err)
+	})
 	route("GET", "/v1/content", func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		if q.Get("at") == "" || q.Get("path") == "" {
@@ -197,6 +220,9 @@ func (s *Server) routes() http.Handler {
 			return Errorf(CodeBadRequest, "a step needs an id")
 		}
 		if err := checkLabel("step id", req.ID, MaxIDBytes); err != nil {
+			return err
+		}
+		if err := checkLabel("step name", req.Name, MaxIDBytes); err != nil {
 			return err
 		}
 		st, err := s.svc.BeginStep(r.Context(), req)

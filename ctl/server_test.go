@@ -37,6 +37,12 @@ func (fakeService) Turns(context.Context) (TurnList, error) {
 func (fakeService) Turn(_ context.Context, ref, _ string) (TurnDetail, error) {
 	return TurnDetail{}, Errorf(CodeNotFound, "no turn %q", ref)
 }
+func (fakeService) Steps(_ context.Context, ref string) (StepList, error) {
+	return StepList{Steps: []Step{{ID: ref}}}, nil
+}
+func (fakeService) Outside(context.Context) (OutsideChanges, error) {
+	return OutsideChanges{Changes: []Change{}}, nil
+}
 func (fakeService) Content(context.Context, string, string) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader("content")), nil
 }

@@ -102,7 +102,7 @@ func (td *testDaemon) begin() {
 
 func (td *testDaemon) step(id string) {
 	td.t.Helper()
-	_, err := td.d.j.BeginStep(id)
+	_, err := td.d.j.BeginStep(id, "")
 	must(td.t, err)
 }
 

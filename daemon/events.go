@@ -14,12 +14,12 @@ func (s *service) BeginStep(ctx context.Context, req ctl.StepRequest) (ctl.StepS
 	if s.d.offline {
 		return ctl.StepStarted{}, ErrOffline
 	}
-	t, err := s.d.j.BeginStep(req.ID)
+	t, err := s.d.j.BeginStep(req.ID, req.Name)
 	if err != nil {
 		return ctl.StepStarted{}, apiError(err)
 	}
 	s.d.mount.EpochBegan()
-	return ctl.StepStarted{Turn: t.Num, ID: req.ID}, nil
+	return ctl.StepStarted{Turn: t.Num, ID: req.ID, Name: req.Name}, nil
 }
 
 // Events replays the journal's records after since as events, then, to
@@ -92,6 +92,9 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 		}
 		json.Unmarshal(r.Detail, &d)
 		e.ID, e.Anchor = d.ID, d.Anchor
+		if r.Path == journal.EventStep {
+			e.Name = journal.StepOf(r).Name
+		}
 		if r.Path == journal.EventTurnPruned {
 			var p struct {
 				Turn   uint64

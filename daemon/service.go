@@ -231,20 +231,26 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 		d.ChangedPaths, d.NotAgentPaths = fold.Count(inWorkspace), others.Count(inWorkspace)
 		return d, nil
 	}
+	d.Changes, d.ChangedPaths, d.NotAgentPaths = changesOf(&fold, &others)
+	return d, nil
+}
+
+// changesOf lists the changes the agent's records (fold) and the
+// others' made, by path, the agent's change to a path before the
+// others', and counts each.
+func changesOf(fold, others *journal.Folder) (list []ctl.Change, agents, notAgents int) {
 	changes, otherChanges := visible(fold.Changes()), visible(others.Changes())
-	d.ChangedPaths, d.NotAgentPaths = len(changes), len(otherChanges)
-	d.Changes = make([]ctl.Change, 0, len(changes)+len(otherChanges))
+	list = make([]ctl.Change, 0, len(changes)+len(otherChanges))
 	for _, c := range changes {
-		d.Changes = append(d.Changes, changeOf(c))
+		list = append(list, changeOf(c))
 	}
 	for _, c := range otherChanges {
 		ch := changeOf(c)
 		ch.Agent = ctl.NotAgent()
-		d.Changes = append(d.Changes, ch)
+		list = append(list, ch)
 	}
-	// By path; the agent's change to a path before the others'.
-	sort.SliceStable(d.Changes, func(a, b int) bool { return d.Changes[a].Path < d.Changes[b].Path })
-	return d, nil
+	sort.SliceStable(list, func(a, b int) bool { return list[a].Path < list[b].Path })
+	return list, len(changes), len(otherChanges)
 }
 
 func changeOf(c journal.Change) ctl.Change {

@@ -13,7 +13,7 @@ import (
 const (
 	EventTurnBegin = "turn_begin" // detail: {"id", "anchor"}
 	EventTurnEnd   = "turn_end"
-	EventStep      = "step" // the record's Step is the step's id
+	EventStep      = "step" // the record's Step is the step's id; detail: {"name"}, if named
 	EventRollback  = "rollback"
 	EventUnrevert  = "unrevert"
 	// EventTurnPruned: a turn left the window; detail is a prunedEvent.
@@ -85,9 +85,10 @@ func (j *Journal) AppendEvent(name string, detail any) error {
 }
 
 // BeginStep marks the start of a step (a tool call) in the open turn:
-// changes from now on carry its id. It fails with ErrNoTurn if no turn
-// is open.
-func (j *Journal) BeginStep(id string) (Turn, error) {
+// changes from now on carry its id. name, if not empty, is what the
+// step is (the tool's name), kept in the step's event for people
+// reading the turn. It fails with ErrNoTurn if no turn is open.
+func (j *Journal) BeginStep(id, name string) (Turn, error) {
 	if err := j.usable(); err != nil {
 		return Turn{}, err
 	}
@@ -102,5 +103,24 @@ func (j *Journal) BeginStep(id string) (Turn, error) {
 	// events) are exactly what it changed — at the cost of what each
 	// step destroys, not of the whole file each time.
 	j.epoch++
-	return *j.open, j.appendEvent(j.open.Num, id, EventStep, nil)
+	var detail any
+	if name != "" {
+		detail = StepDetail{Name: name}
+	}
+	return *j.open, j.appendEvent(j.open.Num, id, EventStep, detail)
+}
+
+// StepDetail is the detail of an EventStep record.
+type StepDetail struct {
+	Name string `json:"name,omitempty"`
+}
+
+// StepOf reads the detail of an EventStep record; a step begun without
+// a name, or by a cowfs that kept none, has the zero StepDetail.
+func StepOf(r *Record) StepDetail {
+	var d StepDetail
+	if len(r.Detail) > 0 {
+		json.Unmarshal(r.Detail, &d)
+	}
+	return d
 }

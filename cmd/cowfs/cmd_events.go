@@ -88,7 +88,7 @@ func eventLine(e ctl.Event) string {
 	case ctl.EventTurnEnd:
 		return fmt.Sprintf("%d %s turn %d ended", e.Seq, at, e.Turn)
 	case ctl.EventStep:
-		return fmt.Sprintf("%d %s step %s began%s", e.Seq, at, e.Step, where)
+		return fmt.Sprintf("%d %s step %s%s began%s", e.Seq, at, shown(e.Step), stepName(e.Name), where)
 	case ctl.EventRollback, ctl.EventUnrevert:
 		res := ctl.RollbackResult{Target: e.Target, Unrevert: e.Type == ctl.EventUnrevert,
 			Complete: e.Failure == "", Failure: e.Failure}

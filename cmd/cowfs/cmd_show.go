@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -12,27 +15,66 @@ import (
 )
 
 type showOptions struct {
-	json bool
-	step string
+	json    bool
+	step    string
+	steps   bool
+	outside bool
 }
 
 func newShowCommand() *cobra.Command {
 	var opts showOptions
 	cmd := &cobra.Command{
-		Use:   "show TURN",
+		Use:   "show TURN | show --outside",
 		Short: "Show what a turn changed, and which process changed it",
-		Long:  "Show the paths TURN (a number, or the harness's id) changed, with the net kind of each change, the pre-image bytes journaled for it, and the pid, uid and command that made it. In a turn whose agent was named (--agent-*), changes other processes made during it are listed apart, marked \"not the agent's\": they are not the turn's, and rollbacks leave them alone unless forced.",
-		Args:  exactArgs(1),
+		Long: `Show the paths TURN (a number, or the harness's id) changed, with the net kind
+of each change, the pre-image bytes journaled for it, the step (tool call) it
+was made in, and the pid, uid and command line that made it. In a turn whose
+agent was named (--agent-*), changes other processes made during it are listed
+apart, marked "not the agent's": they are not the turn's, and rollbacks leave
+them alone unless forced.
+
+--step ID shows only what step ID changed; --steps lists the turn's steps in
+the order they began, each with the paths it changed (a path two steps
+changed is under each).
+
+--outside (or TURN 0) lists the paths changed while no turn was open, through
+the mount or outside it: rollbacks leave them alone unless forced.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.outside {
+				return exactArgs(0)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.outside || isTurnZero(args[0]) {
+				if opts.step != "" || opts.steps {
+					return usageError{errors.New("changes outside turns have no steps")}
+				}
+				return runShowOutside(opts)
+			}
 			if err := checkTurnRefs(args[0]); err != nil {
 				return err
+			}
+			if opts.steps && opts.step != "" {
+				return usageError{errors.New("--steps lists every step; --step shows one")}
+			}
+			if opts.steps {
+				return runShowSteps(opts, args[0])
 			}
 			return runShow(opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&opts.step, "step", "", "only the changes made in step `ID`")
+	cmd.Flags().BoolVar(&opts.steps, "steps", false, "list the turn's steps, each with the paths it changed")
+	cmd.Flags().BoolVar(&opts.outside, "outside", false, "list the changes made outside turns")
 	return cmd
+}
+
+// isTurnZero reports whether ref is turn 0 (0, 00 …): no turn, the
+// changes outside turns, as events number them.
+func isTurnZero(ref string) bool {
+	return ref != "" && strings.Trim(ref, "0") == ""
 }
 
 func runShow(opts showOptions, ref string) error {
@@ -53,21 +95,97 @@ func runShow(opts showOptions, ref string) error {
 	}
 	fmt.Printf("turn %d%s: began %s, %s; %s changed%s, %s journaled%s\n",
 		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, count(d.ChangedPaths, "path", "paths"), notAgentPaths(d.NotAgentPaths), humanBytes(d.JournalBytes), agentNote(d.Agent))
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	for _, ch := range d.Changes {
-		path := shownPath(ch.Path)
-		if ch.From != "" {
-			path = shownPath(ch.From) + " -> " + path
+	return changeTable(os.Stdout, d.Changes, true)
+}
+
+func runShowSteps(opts showOptions, ref string) error {
+	var l ctl.StepList
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		l, err = c.Steps(ctx, ref)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(l)
+	}
+	if len(l.Steps) == 0 {
+		fmt.Printf("turn %d changed nothing and had no steps\n", l.Turn)
+		return nil
+	}
+	fmt.Printf("turn %d: %s\n", l.Turn, count(len(l.Steps), "step", "steps"))
+	for _, st := range l.Steps {
+		if st.ID == "" {
+			fmt.Printf("before the first step: %s changed%s\n", count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
+		} else {
+			fmt.Printf("step %s%s, began %s: %s changed%s\n", shown(st.ID), stepName(st.Name), when(*st.BeganAt), count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
 		}
-		if ch.Outside && ch.Pid == 0 {
-			fmt.Fprintf(w, "  %s\t%s\t%s\toutside the mount\n", ch.Kind, path, humanBytes(ch.Bytes))
-			continue
+		if err := changeTable(os.Stdout, st.Changes, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runShowOutside(opts showOptions) error {
+	var o ctl.OutsideChanges
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		o, err = c.Outside(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(o)
+	}
+	fmt.Printf("outside turns: %s changed (rollbacks leave them alone unless forced)\n", count(len(o.Changes), "path", "paths"))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, ch := range o.Changes {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", ch.Kind, changedPath(ch), humanBytes(ch.Bytes), when(ch.Time), who(ch))
+	}
+	return w.Flush()
+}
+
+// changeTable lists changes, one a line: kind, path, bytes, the step
+// (if withStep) and who made it.
+func changeTable(out io.Writer, changes []ctl.Change, withStep bool) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, ch := range changes {
+		step := ""
+		if withStep {
+			step = "\t" + dash(shortLabel(ch.Step))
 		}
 		whose := ""
 		if !ch.ByAgent() {
 			whose = "\tnot the agent's"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s pid %d uid %d%s\n", ch.Kind, path, humanBytes(ch.Bytes), dash(shown(ch.Command)), ch.Pid, ch.Uid, whose)
+		fmt.Fprintf(w, "  %s\t%s\t%s%s\t%s%s\n", ch.Kind, changedPath(ch), humanBytes(ch.Bytes), step, who(ch), whose)
 	}
 	return w.Flush()
+}
+
+// changedPath is a change's path, with where it came from if renamed.
+func changedPath(ch ctl.Change) string {
+	if ch.From != "" {
+		return shownPath(ch.From) + " -> " + shownPath(ch.Path)
+	}
+	return shownPath(ch.Path)
+}
+
+// who says which process made a change.
+func who(ch ctl.Change) string {
+	if ch.Outside && ch.Pid == 0 {
+		return "outside the mount"
+	}
+	return fmt.Sprintf("%s pid %d uid %d", dash(shown(ch.Command)), ch.Pid, ch.Uid)
+}
+
+// stepName is a step's name, as " (NAME)", if it has one.
+func stepName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + shown(name) + ")"
 }

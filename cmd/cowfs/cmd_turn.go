@@ -20,6 +20,11 @@ type turnEndOptions struct {
 	json bool
 }
 
+type turnStepOptions struct {
+	name string
+	json bool
+}
+
 func newTurnCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "turn",
@@ -62,21 +67,16 @@ exit 2).`,
 	}
 	end.Flags().BoolVar(&eo.json, "json", false, "print JSON")
 
+	var so turnStepOptions
 	step := &cobra.Command{
 		Use:   "step ID",
 		Short: "Mark the start of a step (a tool call) in the open turn",
-		Long:  "Mark the start of a step of the open turn: changes until the next step or the end of the turn carry ID, and 'cowfs show --step' and 'cowfs diff --step' can be limited to it.",
+		Long:  "Mark the start of a step of the open turn: changes until the next step or the end of the turn carry ID (the tool call's id), and 'cowfs show --step' and 'cowfs diff --step' can be limited to it. --name says what the step is (the tool's name), for 'cowfs show --steps'.",
 		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(func(ctx context.Context, c *ctl.Client) error {
-				st, err := c.BeginStep(ctx, ctl.StepRequest{ID: args[0]})
-				if err == nil {
-					fmt.Printf("turn %d: step %s began\n", st.Turn, st.ID)
-				}
-				return err
-			})
-		},
+		RunE:  func(cmd *cobra.Command, args []string) error { return runTurnStep(so, args[0]) },
 	}
+	step.Flags().StringVar(&so.name, "name", "", "what the step is, e.g. the tool's name")
+	step.Flags().BoolVar(&so.json, "json", false, "print JSON")
 	cmd.AddCommand(begin, end, step)
 	return cmd
 }
@@ -110,6 +110,22 @@ func runTurnEnd(opts turnEndOptions) error {
 		return printJSON(t)
 	}
 	fmt.Printf("turn %d ended: %s changed%s, %s journaled\n", t.Num, count(t.ChangedPaths, "path", "paths"), notAgentPaths(t.NotAgentPaths), humanBytes(t.JournalBytes))
+	return nil
+}
+
+func runTurnStep(opts turnStepOptions, id string) error {
+	var st ctl.StepStarted
+	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+		st, err = c.BeginStep(ctx, ctl.StepRequest{ID: id, Name: opts.name})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(st)
+	}
+	fmt.Printf("turn %d: step %s%s began\n", st.Turn, shown(st.ID), stepName(st.Name))
 	return nil
 }
 

@@ -74,9 +74,9 @@ func (h *history) end() {
 }
 
 // step begins a step of the open turn.
-func (h *history) step(id string) {
+func (h *history) step(id, name string) {
 	h.t.Helper()
-	_, err := h.j.BeginStep(id)
+	_, err := h.j.BeginStep(id, name)
 	h.must(err)
 }
 
