@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,11 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
 
 type catOptions struct {
-	at string
+	at   string
+	json bool
 }
 
 func newCatCommand() *cobra.Command {
@@ -23,7 +28,11 @@ func newCatCommand() *cobra.Command {
 		Short: "Print a file as it was when a turn began",
 		Long: `Print PATH's content as it was when TURN began: from the journal, or from the
 live file if nothing has changed it since. PATH is relative to the workspace
-root, or absolute inside the workspace.`,
+root, or absolute inside the workspace.
+
+With --json it prints {"path", "at", "content", "size"}: content is the bytes
+in base64, exact whatever they are (decode with jq -r .content | base64 -d),
+and size their number.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTurnRefs(opts.at); err != nil {
@@ -34,6 +43,7 @@ root, or absolute inside the workspace.`,
 	}
 	cmd.Flags().StringVar(&opts.at, "at", "", "the turn (number or id)")
 	cmd.MarkFlagRequired("at")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the path, the turn and the content (base64) as JSON")
 	return cmd
 }
 
@@ -53,8 +63,31 @@ func runCat(opts catOptions, path string) error {
 		return err
 	}
 	defer rc.Close()
+	if opts.json {
+		return printContentJSON(os.Stdout, rel, opts.at, rc)
+	}
 	_, err = io.Copy(os.Stdout, rc)
 	return err
+}
+
+// printContentJSON writes {"path", "at", "content", "size"} to w, the
+// content in base64 as it streams from r: a file of any size is never
+// held in memory whole. Its size, known only at the end, comes last.
+func printContentJSON(w io.Writer, path, at string, r io.Reader) error {
+	field := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "{\n  \"path\": %s,\n  \"at\": %s,\n  \"content\": \"", field(ctl.Path(path)), field(at))
+	enc := base64.NewEncoder(base64.StdEncoding, bw)
+	n, err := io.Copy(enc, r)
+	if err != nil {
+		return err
+	}
+	enc.Close()
+	fmt.Fprintf(bw, "\",\n  \"size\": %d\n}\n", n)
+	return bw.Flush()
 }
 
 // workspaceRelative turns an absolute path inside the workspace (its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
 
@@ -32,6 +33,7 @@ type mountOptions struct {
 	cache      time.Duration
 	maxNodes   int
 	agent      agentFlags
+	json       bool
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -51,6 +53,10 @@ The daemon runs in the foreground until SIGINT or SIGTERM, or until
 --background it detaches and returns once the mount and the control socket are
 ready; it then logs to the workspace's state directory.
 
+With --json, once the mount is ready it prints the daemon's status (as
+'cowfs status --json': its pid, socket, mountpoint, journal) on standard
+output; in the foreground it then goes on serving.
+
 A stale mount left by a daemon that was killed is cleared, with a warning.
 
 ` + agentHelp + ` Here they are the default of every turn that names
@@ -69,6 +75,7 @@ running (else exit 2).`,
 	addDaemonFlags(cmd, &opts)
 	f.BoolVarP(&opts.background, "background", "d", false, "detach once the mount is ready")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
+	f.BoolVar(&opts.json, "json", false, "print the daemon's status as JSON once the mount is ready")
 	return cmd
 }
 
@@ -114,7 +121,14 @@ func runMount(opts mountOptions, ws string) error {
 		if err := daemon.CheckPlacement(dopts); err != nil {
 			return err
 		}
-		return startBackground(ws)
+		if err := startBackground(ws); err != nil || !opts.json {
+			return err
+		}
+		loc, err := daemon.Locate(ws)
+		if err != nil {
+			return err
+		}
+		return printStatus(loc.Socket())
 	}
 	if opts.cpuProfile != "" {
 		f, err := os.Create(opts.cpuProfile)
@@ -134,6 +148,15 @@ func runMount(opts mountOptions, ws string) error {
 	if err != nil {
 		return err
 	}
+	if opts.json && ready == nil {
+		// (A background daemon's output is its log: the command that
+		// started it prints the status.)
+		if err := printStatus(d.Socket()); err != nil {
+			d.Stop()
+			d.Wait()
+			return err
+		}
+	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -143,6 +166,17 @@ func runMount(opts mountOptions, ws string) error {
 		}
 	}()
 	return d.Wait()
+}
+
+// printStatus prints the status of the daemon at socket as JSON.
+func printStatus(socket string) error {
+	ctx, cancel := requestContext()
+	defer cancel()
+	st, err := ctl.NewClient(socket).Status(ctx)
+	if err != nil {
+		return err
+	}
+	return printJSON(st)
 }
 
 // daemonLogger logs to w, every FUSE request too if debug.

@@ -94,6 +94,10 @@ journal: they are found at turn boundaries and rollbacks never undo them unless
 forced. After the run, 'cowfs log', 'rollback' and the other commands that
 read history work on the journal without a daemon.
 
+With --json, once COMMAND has exited and the workspace is unmounted, cowfs run
+prints {"exit_code": N, "turn": {...}} (the turn with --turn, as 'cowfs turn
+end --json' prints it) on standard output, after all COMMAND wrote there.
+
 Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -117,6 +121,7 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 	cmd.Flags().StringVar(&opts.anchor, "anchor", "", "with --turn: the turn's conversation anchor")
 	cmd.Flags().BoolVar(&opts.allowSuid, "allow-suid", false, "let set-user-ID and set-group-ID bits and file capabilities in the workspace take effect (default: nosuid)")
 	cmd.Flags().BoolVar(&opts.allowDev, "allow-dev", false, "let device nodes in the workspace be opened (default: nodev)")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "when the command exits, print cowfs run's exit code and the --turn turn as JSON, last on standard output")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 type umountOptions struct {
 	force bool
 	lazy  bool
+	json  bool
 }
 
 func newUmountCommand() *cobra.Command {
@@ -44,6 +45,7 @@ If no daemon answers, clear a stale mount left by one that died; with
 	}
 	cmd.Flags().BoolVar(&opts.force, "force", false, "detach the mount even if its daemon does not answer")
 	cmd.Flags().BoolVar(&opts.lazy, "lazy", false, "detach a busy mount now; the daemon finishes when the last process using it lets go")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print what was done as JSON")
 	return cmd
 }
 
@@ -67,7 +69,7 @@ func runUmount(opts umountOptions) error {
 		}
 		if cleared {
 			fmt.Fprintf(os.Stderr, "cowfs: cleared the mount of %s; its daemon was gone\n", loc.Workspace)
-			return nil
+			return printIf(opts.json, umountResult{Workspace: loc.Workspace, State: umountCleared})
 		}
 		return err
 	}
@@ -92,7 +94,7 @@ func runUmount(opts umountOptions) error {
 		_, err := os.Stat(loc.Socket())
 		if errors.Is(err, os.ErrNotExist) && daemon.Exited(st.Pid) {
 			fmt.Fprintf(os.Stderr, "cowfs: unmounted %s\n", st.Mountpoint)
-			return nil
+			return printIf(opts.json, umountResult{Workspace: loc.Workspace, Mountpoint: st.Mountpoint, Pid: st.Pid, State: umountUnmounted})
 		}
 		if time.Since(start) > time.Minute {
 			return fmt.Errorf("daemon %d has not exited after a minute; see its log, %s", st.Pid, loc.Log())
@@ -112,7 +114,7 @@ func runUmount(opts umountOptions) error {
 		}
 		fmt.Fprintf(os.Stderr, "cowfs: detached %s; daemon %d closes the journal and exits when these processes let go:\n%s",
 			st.Mountpoint, st.Pid, holderLines(hs))
-		return nil
+		return printIf(opts.json, umountResult{Workspace: loc.Workspace, Mountpoint: st.Mountpoint, Pid: st.Pid, State: umountDetached})
 	}
 }
 

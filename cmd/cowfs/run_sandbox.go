@@ -56,10 +56,16 @@ func runSandbox(opts runOptions, argv []string) error {
 	for _, n := range d.Notes {
 		fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
 	}
-	status, err := supervise(d, opts, argv, wd, umask, sig)
+	var ended *ctl.Turn
+	status, err := supervise(d, opts, argv, wd, umask, sig, &ended)
 	d.Stop()
 	if werr := d.Wait(); err == nil {
 		err = werr
+	}
+	if opts.json && (err == nil || status != 0) {
+		if perr := printJSON(runResult{ExitCode: status, Turn: ended}); err == nil {
+			err = perr
+		}
 	}
 	if err != nil && status == 0 {
 		return err
@@ -115,7 +121,9 @@ func relayedSignals() (chan os.Signal, error) {
 // person's, not the command's. The scope is set, and the turn begun,
 // once the command's process exists and before it runs a thing
 // (runCommand holds it until then), so nothing it does escapes either.
-func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umask int, sig chan os.Signal) (int, error) {
+//
+// The turn, as it ended, is left in *ended.
+func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umask int, sig chan os.Signal, ended **ctl.Turn) (int, error) {
 	c := ctl.NewClient(d.Socket())
 	began := false
 	started := func(pid int) error {
@@ -139,10 +147,12 @@ func supervise(d *daemon.Daemon, opts runOptions, argv []string, wd string, umas
 	if began {
 		// Also when the command failed: what it did is the turn's.
 		ctx, cancel := requestContext()
-		_, terr := c.EndTurn(ctx)
+		t, terr := c.EndTurn(ctx)
 		cancel()
 		if terr != nil {
 			err = errors.Join(err, fmt.Errorf("ending the turn: %w", terr))
+		} else {
+			*ended = &t
 		}
 	}
 	return status, err

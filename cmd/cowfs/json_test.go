@@ -1,0 +1,25 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Every command takes --json, as the README says: a script never has to
+// parse the text a person reads.
+func TestEveryCommandTakesJSON(t *testing.T) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Runnable() && sub.Flags().Lookup("json") == nil {
+				t.Errorf("%s has no --json", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+}
