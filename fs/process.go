@@ -29,8 +29,14 @@ type processEntry struct {
 	pid          uint32
 	fsuid, fsgid uint32 // the filesystem uid and gid
 	comm         string
-	fd           int // /proc/PID/comm, or -1
-	at           time.Time
+	// cmdline is the command line (cmdline.go), read at the first
+	// change the process makes (hasCmdline) and again when its comm
+	// changes (an exec): not at every use, since reading it costs more
+	// and may have to be given up, nor for a process that only reads.
+	cmdline    string
+	hasCmdline bool
+	fd         int // /proc/PID/comm, or -1
+	at         time.Time
 }
 
 const (
@@ -49,26 +55,42 @@ const (
 const maxCachedThreads = 4096
 
 // process returns the process (thread group) of thread tid — FUSE
-// reports the calling thread — and its command name, /proc/PID/comm at
-// the time of the request.
-func process(tid uint32) (uint32, string) {
+// reports the calling thread — its command name, /proc/PID/comm at the
+// time of the request, and its command line.
+func process(tid uint32) (pid uint32, comm, cmdline string) {
 	now := time.Now()
 	processes.Lock()
-	if e, ok := processes.m[tid]; ok {
-		if now.Sub(e.at) < processTTL {
-			if comm, ok := readComm(e.fd); ok {
-				e.comm = comm
-				processes.m[tid] = e
+	e, ok := processes.m[tid]
+	if ok && now.Sub(e.at) < processTTL {
+		if comm, ok := readComm(e.fd); ok {
+			if e.hasCmdline && comm == e.comm {
 				processes.Unlock()
-				return e.pid, comm
+				return e.pid, comm, e.cmdline
 			}
+			e.comm = comm
+			processes.Unlock()
+			return withCmdline(tid, e)
 		}
+	}
+	if ok {
 		closeEntry(e)
 		delete(processes.m, tid)
 	}
 	processes.Unlock()
-	e := lookupProcess(tid, now)
-	return e.pid, e.comm
+	return withCmdline(tid, lookupProcess(tid, now))
+}
+
+// withCmdline reads the command line of e, the entry of thread tid, and
+// caches it unless the entry was replaced meanwhile. It reads without
+// holding processes: the read may wait (cmdline.go).
+func withCmdline(tid uint32, e processEntry) (uint32, string, string) {
+	e.cmdline, e.hasCmdline = readCmdline(e.pid), true
+	processes.Lock()
+	if cur, ok := processes.m[tid]; ok && cur.fd == e.fd && cur.at == e.at {
+		processes.m[tid] = e
+	}
+	processes.Unlock()
+	return e.pid, e.comm, e.cmdline
 }
 
 // identify returns the process of thread tid and its filesystem uid and
@@ -96,6 +118,7 @@ func lookupProcess(tid uint32, now time.Time) processEntry {
 	} else if c, ok := readComm(fd); ok {
 		e.comm = c // what the descriptor will say: the process may have exec'd since
 	}
+	e.cmdline = readCmdline(e.pid)
 	e.fd, e.at = fd, now
 	processes.Lock()
 	if old, ok := processes.m[tid]; ok {

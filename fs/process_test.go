@@ -26,8 +26,8 @@ func TestProcessNameAfterExec(t *testing.T) {
 		cmd.Wait()
 	}()
 	pid := uint32(cmd.Process.Pid)
-	if p, comm := process(pid); p != pid || comm != "sh" {
-		t.Fatalf("before exec: pid %d %q, want %d sh", p, comm, pid)
+	if p, comm, cmdline := process(pid); p != pid || comm != "sh" || cmdline != "sh -c read x; exec sleep 30" {
+		t.Fatalf("before exec: pid %d %q %q, want %d sh", p, comm, cmdline, pid)
 	}
 	io.WriteString(in, "go\n")
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -39,7 +39,7 @@ func TestProcessNameAfterExec(t *testing.T) {
 			t.Fatal("the shell did not exec sleep")
 		}
 	}
-	if p, comm := process(pid); p != pid || comm != "sleep" {
-		t.Errorf("after exec: pid %d %q, want %d sleep", p, comm, pid)
+	if p, comm, cmdline := process(pid); p != pid || comm != "sleep" || cmdline != "sleep 30" {
+		t.Errorf("after exec: pid %d %q %q, want %d sleep 30", p, comm, cmdline, pid)
 	}
 }

@@ -131,7 +131,7 @@ func (w *who) get() journal.Caller {
 	w.once.Do(func() {
 		w.res = w.raw
 		if tid := w.thread(); tid != 0 {
-			w.res.Pid, w.res.Comm = process(tid)
+			w.res.Pid, w.res.Comm, w.res.Cmdline = process(tid)
 			if w.raw.Pid == 0 {
 				_, w.res.Uid, w.res.Gid = identify(tid)
 			}

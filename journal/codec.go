@@ -7,9 +7,10 @@ import (
 )
 
 // recordVersion is the first byte of every record encoded now.
-// Versions 1, which had no holes, and 2, which had no flags, are still
-// decoded; decoding refuses other versions rather than guess.
-const recordVersion = 3
+// Versions 1, which had no holes, 2, which had no flags, and 3, which
+// had no command line, are still decoded; decoding refuses other
+// versions rather than guess.
+const recordVersion = 4
 
 // Record flags (version 3 on).
 const flagNotAgent = 1 << 0
@@ -21,6 +22,9 @@ const (
 	maxChunks    = 1 << 20
 	maxHoles     = 1 << 20
 	maxXattrLen  = 64 << 10
+	// The command line is cut to 256 bytes when captured (fs); a
+	// longer one is not one cowfs wrote.
+	maxCmdlineLen = 1 << 10
 )
 
 // ErrCorrupt is returned for a value that does not decode: damage
@@ -89,7 +93,8 @@ func encodeRecord(buf []byte, r *Record) []byte {
 	if r.NotAgent {
 		flags |= flagNotAgent
 	}
-	return append(buf, flags)
+	buf = append(buf, flags)
+	return appendString(buf, r.Caller.Cmdline)
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -165,6 +170,9 @@ func decodeRecord(seq uint64, b []byte) (*Record, error) {
 			d.fail() // a flag this version does not know: refuse, never guess
 		}
 		r.NotAgent = flags&flagNotAgent != 0
+	}
+	if version >= 4 {
+		r.Caller.Cmdline = d.string(maxCmdlineLen)
 	}
 	if d.err || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: record %d does not decode", ErrCorrupt, seq)

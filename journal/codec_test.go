@@ -19,7 +19,7 @@ func sampleRecord() *Record {
 		Seq: 42, Turn: 3, Group: 5, Step: "call_7", Time: time.Unix(1700000000, 123456789),
 		Kind: KindRename, Cause: CauseWrite, Type: 0o100000, Ino: 123456, Ino2: 654321,
 		Path: "src/main.go", Path2: "src/main.go.bak", Aside: "41", Flags: 1,
-		Caller: Caller{Pid: 4242, Uid: 1000, Gid: 1000, Comm: "sed"}, NotAgent: true,
+		Caller: Caller{Pid: 4242, Uid: 1000, Gid: 1000, Comm: "sed", Cmdline: "sed -i s/a/b/ src/main.go"}, NotAgent: true,
 		Attr: Attr{Mode: 0o100644, Uid: 1000, Gid: 1000, Size: 1 << 33, Nlink: 2, Atime: -5, Mtime: 1700000000123456789},
 		Off:  4096, Len: 8192 + 1<<30,
 		Chunks:       []Chunk{{Hash: sha([]byte("a")), Size: 4096}, {Hash: sha([]byte("b")), Size: 4096}},
@@ -52,7 +52,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // for the new record version, go test -update).
 func TestRecordGolden(t *testing.T) {
 	b := encodeRecord(nil, sampleRecord())
-	const golden = "testdata/record-v3.bin"
+	const golden = "testdata/record-v4.bin"
 	if *update {
 		os.WriteFile(golden, b, 0o644)
 	}
@@ -62,6 +62,26 @@ func TestRecordGolden(t *testing.T) {
 	}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("record encoding changed:\n got %x\nwant %x", b, want)
+	}
+}
+
+// Records of version 3, which had no command line, still decode: the
+// changes of a journal written before command lines were kept name their
+// process by its comm alone.
+func TestRecordV3Decodes(t *testing.T) {
+	b, err := os.ReadFile("testdata/record-v3.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRecord(42, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleRecord()
+	want.Caller.Cmdline = ""
+	got.Time = want.Time
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 3:\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -78,18 +98,20 @@ func TestRecordV2Decodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sampleRecord()
-	want.NotAgent = false
+	want.NotAgent, want.Caller.Cmdline = false, ""
 	got.Time = want.Time
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 2:\n got %+v\nwant %+v", got, want)
 	}
 }
 
-// A record of version 3 with a flag this version does not know is
-// refused, not read as if the flag were not there.
+// A record with a flag this version does not know is refused, not read
+// as if the flag were not there.
 func TestRecordUnknownFlag(t *testing.T) {
-	b := encodeRecord(nil, sampleRecord())
-	b[len(b)-1] |= 1 << 7
+	r := sampleRecord()
+	b := encodeRecord(nil, r)
+	// The flags byte, before the command line (a one-byte length here).
+	b[len(b)-len(r.Caller.Cmdline)-2] |= 1 << 7
 	if _, err := decodeRecord(42, b); err == nil {
 		t.Fatal("a record with an unknown flag decoded")
 	}
@@ -107,7 +129,7 @@ func TestRecordV1Decodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sampleRecord()
-	want.Len, want.Holes, want.NotAgent = 8192, nil, false
+	want.Len, want.Holes, want.NotAgent, want.Caller.Cmdline = 8192, nil, false, ""
 	got.Time = want.Time
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 1:\n got %+v\nwant %+v", got, want)

@@ -20,7 +20,7 @@ import (
 
 // FormatVersion is the version of the on-disk format this package
 // writes and reads (docs/journal-format.md).
-const FormatVersion = 6
+const FormatVersion = 7
 
 type meta struct {
 	Format  int       `json:"format"`
@@ -236,7 +236,8 @@ func (j *Journal) initMeta() error {
 		if m.Format >= 2 && m.Format < FormatVersion {
 			// Formats 3 and 4 only add keys and files (rollback plans
 			// in parts, blob.go; the record log, wal.go), and formats
-			// 5 and 6 a record version each (holes; flags, codec.go);
+			// 5, 6 and 7 a record version each (holes; flags; the
+			// command line, codec.go);
 			// each reads what the ones before wrote as it is. Marked as this version, the
 			// journal is refused by a cowfs that could not read it.
 			m.Format = FormatVersion

@@ -123,6 +123,12 @@ type Caller struct {
 	Uid  uint32
 	Gid  uint32
 	Comm string // /proc/PID/comm at the time of the request
+	// Cmdline is the command line, /proc/PID/cmdline at the time of the
+	// request: arguments joined by spaces, control bytes and bytes that
+	// are not UTF-8 escaped (\xNN), cut to at most 256 bytes ending in
+	// "…". Empty if it could not be read (a kernel thread, a process
+	// gone), and in records of version 3 and before.
+	Cmdline string
 }
 
 // Attr are the attributes of an inode that an undo restores.
