@@ -115,10 +115,17 @@ type Change struct {
 	Bytes int64 `json:"bytes"`
 	// Who made the first change: pid, uid and command name
 	// (/proc/PID/comm) of the calling process.
-	Pid     uint32    `json:"pid"`
-	Uid     uint32    `json:"uid"`
-	Command string    `json:"command"`
-	Time    time.Time `json:"time"`
+	Pid     uint32 `json:"pid"`
+	Uid     uint32 `json:"uid"`
+	Command string `json:"command"`
+	// CommandLine is that process's command line (/proc/PID/cmdline):
+	// arguments joined by spaces, control and other non-printable
+	// characters and bytes that are not UTF-8 escaped as \xNN, at most
+	// 256 bytes, ending in "…" if cut. Absent if it could not be read
+	// (a process gone), or the change was journaled before cowfs kept
+	// command lines.
+	CommandLine string    `json:"command_line,omitempty"`
+	Time        time.Time `json:"time"`
 	// Step is the step (tool call) the first change was made in.
 	Step string `json:"step,omitempty"`
 	// Outside: (some of) the change was made outside the mount (by the
@@ -481,6 +488,8 @@ type Event struct {
 	Pid     uint32 `json:"pid,omitempty"`
 	Uid     uint32 `json:"uid,omitempty"`
 	Command string `json:"command,omitempty"`
+	// CommandLine: as in Change.
+	CommandLine string `json:"command_line,omitempty"`
 	// Outside: found changed outside the mount (no pid, uid, command).
 	Outside bool `json:"outside,omitempty"`
 	// Agent is false for a change made during a turn by a process

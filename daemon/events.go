@@ -73,7 +73,7 @@ func (s *service) Events(ctx context.Context, since uint64, follow bool, emit fu
 // rollback's own records and a directory's times are not.
 func eventOf(r *journal.Record) (ctl.Event, bool) {
 	e := ctl.Event{Seq: r.Seq, Time: r.Time, Turn: r.Turn, Step: r.Step, Type: ctl.EventChange,
-		Path: ctl.Path(r.Path), Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm}
+		Path: ctl.Path(r.Path), Bytes: r.Bytes(), Pid: r.Caller.Pid, Uid: r.Caller.Uid, Command: r.Caller.Comm, CommandLine: r.Caller.Cmdline}
 	if r.NotAgent {
 		e.Agent = ctl.NotAgent()
 	}

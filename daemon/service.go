@@ -257,7 +257,7 @@ func changeOf(c journal.Change) ctl.Change {
 	return ctl.Change{
 		Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
 		Outside: c.Outside,
-		Pid:     c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, Time: c.Time, Step: c.Step,
+		Pid:     c.Caller.Pid, Uid: c.Caller.Uid, Command: c.Caller.Comm, CommandLine: c.Caller.Cmdline, Time: c.Time, Step: c.Step,
 	}
 }
 

@@ -82,7 +82,7 @@ func eventLine(e ctl.Event) string {
 		if e.Agent != nil && !*e.Agent {
 			whose = ", not the agent's"
 		}
-		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d%s)%s", e.Seq, at, e.Kind, what, dash(shown(e.Command)), e.Pid, e.Uid, whose, where)
+		return fmt.Sprintf("%d %s %-8s %s by %s (pid %d, uid %d%s)%s", e.Seq, at, e.Kind, what, commandOf(e.Command, e.CommandLine), e.Pid, e.Uid, whose, where)
 	case ctl.EventTurnBegin:
 		return fmt.Sprintf("%d %s turn %d began%s", e.Seq, at, e.Turn, idAnchor(e.ID, e.Anchor))
 	case ctl.EventTurnEnd:

@@ -179,7 +179,16 @@ func who(ch ctl.Change) string {
 	if ch.Outside && ch.Pid == 0 {
 		return "outside the mount"
 	}
-	return fmt.Sprintf("%s pid %d uid %d", dash(shown(ch.Command)), ch.Pid, ch.Uid)
+	return fmt.Sprintf("%s pid %d uid %d", commandOf(ch.Command, ch.CommandLine), ch.Pid, ch.Uid)
+}
+
+// commandOf is a process as shown: its command line, or its command
+// name where no command line was journaled.
+func commandOf(comm, cmdline string) string {
+	if cmdline != "" {
+		return shown(cmdline)
+	}
+	return dash(shown(comm))
 }
 
 // stepName is a step's name, as " (NAME)", if it has one.

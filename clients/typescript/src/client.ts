@@ -10,10 +10,12 @@ import type {
   Diff,
   DiffRequest,
   MarkerList,
+  OutsideChanges,
   Purged,
   RollbackRequest,
   RollbackResult,
   Status,
+  StepList,
   StepStarted,
   Turn,
   TurnDetail,
@@ -55,9 +57,14 @@ export class CowfsClient {
     return requestJSON(this.socket, "POST", "/v1/turns", { ...opts, body: req });
   }
 
-  /** `POST /v1/turns/current/steps`: a step (a tool call) of the open turn begins. ConflictError if none is open. */
-  beginStep(id: string, opts?: CallOptions): Promise<StepStarted> {
-    return requestJSON(this.socket, "POST", "/v1/turns/current/steps", { ...opts, body: { id } });
+  /**
+   * `POST /v1/turns/current/steps`: a step (a tool call) of the open turn
+   * begins; `name` says what it is (the tool's name). ConflictError if no
+   * turn is open.
+   */
+  beginStep(id: string, opts: CallOptions & { name?: string } = {}): Promise<StepStarted> {
+    const body = opts.name === undefined ? { id } : { id, name: opts.name };
+    return requestJSON(this.socket, "POST", "/v1/turns/current/steps", { signal: opts.signal, body });
   }
 
   /** `POST /v1/turns/current/end`: end the open turn. ConflictError if none is open. */
@@ -74,6 +81,16 @@ export class CowfsClient {
   turn(ref: TurnRef, opts: CallOptions & { step?: string } = {}): Promise<TurnDetail> {
     const q = opts.step === undefined ? "" : `?${new URLSearchParams({ step: opts.step })}`;
     return requestJSON(this.socket, "GET", `/v1/turns/${encodeURIComponent(String(ref))}${q}`, opts);
+  }
+
+  /** `GET /v1/turns/{ref}/steps`: a turn's steps in order, each with what it changed. */
+  steps(ref: TurnRef, opts?: CallOptions): Promise<StepList> {
+    return requestJSON(this.socket, "GET", `/v1/turns/${encodeURIComponent(String(ref))}/steps`, opts);
+  }
+
+  /** `GET /v1/outside`: the changes made while no turn was open. */
+  outside(opts?: CallOptions): Promise<OutsideChanges> {
+    return requestJSON(this.socket, "GET", "/v1/outside", opts);
   }
 
   /**

@@ -130,6 +130,13 @@ export interface Change {
   uid: number;
   /** `/proc/PID/comm` of that process. */
   command: string;
+  /**
+   * Its command line (`/proc/PID/cmdline`): arguments joined by spaces,
+   * non-printable characters and bytes that are not UTF-8 escaped as
+   * `\xNN`, at most 256 bytes, ending in "…" if cut. Absent if it could
+   * not be read, or journaled before cowfs kept command lines.
+   */
+  command_line?: string;
   time: string;
   /** The step (tool call) the first change was made in. */
   step?: string;
@@ -153,6 +160,33 @@ export interface Change {
 
 /** The body of `GET /v1/turns/{ref}`. */
 export interface TurnDetail extends Turn {
+  /** Sorted by path. */
+  changes: Change[];
+}
+
+/** One step (tool call) of a turn and what it changed. */
+export interface Step {
+  /** The step's id; "" for the changes made before the turn's first step. */
+  id: string;
+  /** What the step is (the tool's name), if the harness said. */
+  name?: string;
+  /** When it began (absent for id ""). */
+  began_at?: string;
+  changed_paths: number;
+  not_agent_paths?: number;
+  /** The step's own net changes, by path: a path two steps changed is under each. */
+  changes: Change[];
+}
+
+/** The body of `GET /v1/turns/{ref}/steps`. */
+export interface StepList {
+  turn: number;
+  /** In the order they began. */
+  steps: Step[];
+}
+
+/** The body of `GET /v1/outside`: the changes made while no turn was open. */
+export interface OutsideChanges {
   /** Sorted by path. */
   changes: Change[];
 }
@@ -315,12 +349,15 @@ export interface MarkerList {
 export interface StepRequest {
   /** The harness's tool-call (or model-step) id, 1 to 256 bytes. */
   id: string;
+  /** What the step is, e.g. the tool's name (at most 256 bytes). */
+  name?: string;
 }
 
 /** The reply to a step. */
 export interface StepStarted {
   turn: number;
   id: string;
+  name?: string;
 }
 
 /** Event types on `GET /v1/events`. */
@@ -353,6 +390,8 @@ export interface Event {
   pid?: number;
   uid?: number;
   command?: string;
+  /** As in `Change`. */
+  command_line?: string;
   /** A change found outside the mount (no process). */
   outside?: boolean;
   /** `false`: made during a turn by a process outside its agent scope (see `Change.agent`). */
@@ -361,6 +400,9 @@ export interface Event {
   // turn_begin; turn_pruned (id).
   id?: string;
   anchor?: string;
+
+  /** step: its name, if it was given one. */
+  name?: string;
 
   // rollback, unrevert; and a change a rollback or an unrevert made.
   rollback?: number;

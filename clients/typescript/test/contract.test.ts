@@ -56,12 +56,14 @@ describe("the daemon's replies match the TypeScript types", { skip: fuseSkip() }
     check("Status", await c.status());
     check("Turn", await c.beginTurn({ id: "c1", anchor: "m1" }));
     check("Status", await c.status()); // with open_turn
-    check("StepStarted", await c.beginStep("call_1"));
+    check("StepStarted", await c.beginStep("call_1", { name: "Bash" }));
     await w.sh("sed -i s/two/TWO/ main.go && mv old.txt new.txt && rm gone.txt && mkdir -p d && printf 'a\\0b' > d/bin && chmod 600 main.go && ln -s main.go link");
     check("Turn", await c.endTurn());
     check("TurnList", await c.turns());
     check("TurnDetail", await c.turn("c1"));
     check("TurnDetail", await c.turn("c1", { step: "call_1" }));
+    check("StepList", await c.steps("c1"));
+    check("OutsideChanges", await c.outside());
     check("Diff", await c.diff({ from: "c1" }));
     check("Diff", await c.diff({ from: "c1", to: "now", stat: true }));
     check("Diff", await c.diff({ from: "c1", step: "call_1" }));

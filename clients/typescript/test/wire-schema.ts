@@ -79,6 +79,7 @@ const change: Shape<T.Change> = {
   pid: "number",
   uid: "number",
   command: "string",
+  command_line: opt("string"),
   time: "string",
   step: opt("string"),
   outside: opt("boolean"),
@@ -86,6 +87,19 @@ const change: Shape<T.Change> = {
 };
 
 const turnDetail: Shape<T.TurnDetail> = { ...turn, changes: { array: { object: change } } };
+
+const step: Shape<T.Step> = {
+  id: "string",
+  name: opt("string"),
+  began_at: opt("string"),
+  changed_paths: "number",
+  not_agent_paths: opt("number"),
+  changes: { array: { object: change } },
+};
+
+const stepList: Shape<T.StepList> = { turn: "number", steps: { array: { object: step } } };
+
+const outsideChanges: Shape<T.OutsideChanges> = { changes: { array: { object: change } } };
 
 const resources: Shape<T.Resources> = {
   goroutines: "number",
@@ -165,7 +179,7 @@ const rollbackResult: Shape<T.RollbackResult> = {
 
 const markerList: Shape<T.MarkerList> = { markers: { array: { object: marker } } };
 
-const stepStarted: Shape<T.StepStarted> = { turn: "number", id: "string" };
+const stepStarted: Shape<T.StepStarted> = { turn: "number", id: "string", name: opt("string") };
 
 const event: Shape<T.Event> = {
   seq: "number",
@@ -180,10 +194,12 @@ const event: Shape<T.Event> = {
   pid: opt("number"),
   uid: opt("number"),
   command: opt("string"),
+  command_line: opt("string"),
   outside: opt("boolean"),
   agent: opt("boolean"),
   id: opt("string"),
   anchor: opt("string"),
+  name: opt("string"),
   rollback: opt("number"),
   target: opt("number"),
   counts: opt({ object: counts }),
@@ -222,6 +238,8 @@ export const schema = {
   Turn: { object: turn },
   TurnList: { object: turnList },
   TurnDetail: { object: turnDetail },
+  StepList: { object: stepList },
+  OutsideChanges: { object: outsideChanges },
   Status: { object: status },
   RollbackResult: { object: rollbackResult },
   MarkerList: { object: markerList },
