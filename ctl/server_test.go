@@ -125,6 +125,9 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/turns", `{"id": "` + strings.Repeat("x", 257) + `"}`, 400, CodeBadRequest},
 		{"POST", "/v1/turns", `{"anchor": "` + strings.Repeat("x", 1025) + `"}`, 400, CodeBadRequest},
 		{"POST", "/v1/turns/current/steps", `{"id": "s\t1"}`, 400, CodeBadRequest},
+		{"POST", "/v1/turns/current/steps", `{"id": "s1", "name": "Bash\u001b"}`, 400, CodeBadRequest},
+		{"GET", "/v1/turns/a%0Ab/steps", ``, 400, CodeBadRequest},
+		{"POST", "/v1/outside", ``, 405, CodeBadRequest},
 		{"POST", "/v1/rollback", `{"to": "x\ny"}`, 400, CodeBadRequest},
 		{"GET", "/v1/turns/a%00b", ``, 400, CodeBadRequest},
 		{"GET", "/v1/content?at=a%0Ab&path=x", ``, 400, CodeBadRequest},
@@ -298,5 +301,26 @@ func TestListenRefused(t *testing.T) {
 	}
 	if fi, _ := os.Stat(outside); fi.Mode().Perm() != 0o755 {
 		t.Errorf("the symlink's target's mode changed to %v", fi.Mode())
+	}
+}
+
+// A turn's steps are served for any turn, "current" too (its pattern is
+// the one POST begins a step on), and the changes outside turns at
+// /v1/outside.
+func TestStepsAndOutsideRoutes(t *testing.T) {
+	for ref, path := range map[string]string{"7": "/v1/turns/7/steps", "c1": "/v1/turns/c1/steps", "current": "/v1/turns/current/steps"} {
+		rec := serve("GET", path, nil)
+		var l StepList
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &l) != nil || len(l.Steps) != 1 || l.Steps[0].ID != ref {
+			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if rec := serve("POST", "/v1/turns/current/steps", []byte(`{"id": "s1", "name": "Bash"}`)); rec.Code != 201 {
+		t.Errorf("POST a step: %d %s", rec.Code, rec.Body)
+	}
+	rec := serve("GET", "/v1/outside", nil)
+	var o OutsideChanges
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &o) != nil || o.Changes == nil {
+		t.Errorf("GET /v1/outside: %d %s", rec.Code, rec.Body)
 	}
 }

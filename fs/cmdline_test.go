@@ -94,3 +94,14 @@ func TestEscapeCmdlineCuts(t *testing.T) {
 		t.Errorf("exactly %d bytes cut: %q", maxCmdline, got)
 	}
 }
+
+// What reading a command line costs: once per process a change is
+// journaled for, and again after it execs.
+func BenchmarkReadCmdline(b *testing.B) {
+	pid := uint32(os.Getpid())
+	for i := 0; i < b.N; i++ {
+		if readCmdline(pid) == "" {
+			b.Fatal("no command line")
+		}
+	}
+}
