@@ -24,7 +24,7 @@ type showOptions struct {
 func newShowCommand() *cobra.Command {
 	var opts showOptions
 	cmd := &cobra.Command{
-		Use:   "show TURN | show --outside",
+		Use:   "show TURN | --outside",
 		Short: "Show what a turn changed, and which process changed it",
 		Long: `Show the paths TURN (a number, or the harness's id) changed, with the net kind
 of each change, the pre-image bytes journaled for it, the step (tool call) it

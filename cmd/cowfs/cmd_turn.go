@@ -75,7 +75,7 @@ exit 2).`,
 		Args:  exactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return runTurnStep(so, args[0]) },
 	}
-	step.Flags().StringVar(&so.name, "name", "", "what the step is, e.g. the tool's name")
+	step.Flags().StringVar(&so.name, "name", "", "what the step is, e.g. the tool's `NAME`")
 	step.Flags().BoolVar(&so.json, "json", false, "print JSON")
 	cmd.AddCommand(begin, end, step)
 	return cmd
