@@ -117,6 +117,12 @@ func (f *fakeDaemon) Events(context.Context, uint64, bool, func(ctl.Event) error
 }
 func (f *fakeDaemon) Shutdown(context.Context) error            { return errUnused }
 func (f *fakeDaemon) Purge(context.Context) (ctl.Purged, error) { return ctl.Purged{}, errUnused }
+func (f *fakeDaemon) Steps(context.Context, string) (ctl.StepList, error) {
+	return ctl.StepList{}, errUnused
+}
+func (f *fakeDaemon) Outside(context.Context) (ctl.OutsideChanges, error) {
+	return ctl.OutsideChanges{}, errUnused
+}
 
 // session serves d on a socket, an MCP server for it, and returns a
 // client session connected to that server in memory.
