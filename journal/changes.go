@@ -246,9 +246,11 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	default:
 		src.Kind, src.From = Renamed, from
 	}
-	if replaced && dst != nil {
+	if dst != nil && (replaced || dst.Kind == Created && src.Kind == Created) {
 		// The path's history starts with what happened to the replaced
-		// file.
+		// file — also one made in this run and replaced by another new
+		// one (sed -i on a file the turn created): still created, by
+		// whoever created it, in the step that did.
 		src.Bytes += dst.Bytes
 		src.Caller, src.Step, src.Seq, src.Time = dst.Caller, dst.Step, dst.Seq, dst.Time
 	}

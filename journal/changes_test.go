@@ -114,3 +114,23 @@ func TestChangeOrigins(t *testing.T) {
 		}
 	}
 }
+
+// A file created in the run and then replaced by another new one (sed -i
+// on a file the same turn made) is one change, created, made by whoever
+// created it first and in that step: the path's history starts there,
+// not at the temporary file that replaced it.
+func TestChangeNewFileReplacedKeepsItsFirstChange(t *testing.T) {
+	const file = 0o100000
+	sh, sed := Caller{Pid: 1, Comm: "sh"}, Caller{Pid: 2, Comm: "sed"}
+	for _, aside := range []string{"", "1"} {
+		recs := []*Record{
+			{Seq: 1, Kind: KindCreate, Path: "app.js", Type: file, Caller: sh, Step: "s1"},
+			{Seq: 2, Kind: KindCreate, Path: "sedX", Type: file, Caller: sed, Step: "s2"},
+			{Seq: 3, Kind: KindRename, Path: "sedX", Path2: "app.js", Aside: aside, Type: file, Caller: sed, Step: "s2"},
+		}
+		cs := Changes(recs)
+		if len(cs) != 1 || cs[0].Path != "app.js" || cs[0].Kind != Created || cs[0].Caller != sh || cs[0].Step != "s1" || cs[0].Seq != 1 {
+			t.Errorf("aside %q: %+v", aside, cs)
+		}
+	}
+}
