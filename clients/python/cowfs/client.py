@@ -19,9 +19,11 @@ from .types import (
     AgentScope,
     Diff,
     MarkerList,
+    OutsideChanges,
     Purged,
     RollbackResult,
     Status,
+    StepList,
     StepStarted,
     Turn,
     TurnDetail,
@@ -80,12 +82,13 @@ class Client:
             body["agent"] = agent.to_wire() if isinstance(agent, AgentScope) else dict(agent)
         return Turn.from_wire(self._json("POST", "/v1/turns", body))
 
-    def begin_step(self, id: str) -> StepStarted:
+    def begin_step(self, id: str, name: Optional[str] = None) -> StepStarted:
         """``POST /v1/turns/current/steps``: a step (a tool call) of the open turn begins.
 
-        ConflictError if no turn is open.
+        ``name`` says what it is (the tool's name). ConflictError if no turn is open.
         """
-        return StepStarted.from_wire(self._json("POST", "/v1/turns/current/steps", {"id": id}))
+        body = {"id": id} if name is None else {"id": id, "name": name}
+        return StepStarted.from_wire(self._json("POST", "/v1/turns/current/steps", body))
 
     def end_turn(self) -> Turn:
         """``POST /v1/turns/current/end``: end the open turn. ConflictError if none is open."""
@@ -101,6 +104,14 @@ class Client:
         if step is not None:
             target += "?" + urlencode({"step": step})
         return TurnDetail.from_wire(self._json("GET", target))
+
+    def steps(self, ref: TurnRef) -> StepList:
+        """``GET /v1/turns/{ref}/steps``: a turn's steps in order, each with what it changed."""
+        return StepList.from_wire(self._json("GET", "/v1/turns/" + quote(str(ref), safe="") + "/steps"))
+
+    def outside(self) -> OutsideChanges:
+        """``GET /v1/outside``: the changes made while no turn was open."""
+        return OutsideChanges.from_wire(self._json("GET", "/v1/outside"))
 
     def events(self, since: int = 0, follow: bool = True, retry_delay: float = 0.05,
                max_retry_delay: float = 2.0, on_reconnect: Optional[ReconnectHook] = None) -> EventStream:

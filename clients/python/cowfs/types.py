@@ -133,11 +133,46 @@ class Change(WireObject):
     outside: Optional[bool] = None
     #: False: made by a process outside the turn's agent scope, not the turn's. None: the agent's.
     agent: Optional[bool] = None
+    #: The process's command line (``/proc/PID/cmdline``): arguments joined by spaces, non-printable
+    #: characters and bytes that are not UTF-8 escaped as ``\xNN``, at most 256 bytes, ending in "…"
+    #: if cut. None if it could not be read, or journaled before cowfs kept command lines.
+    command_line: Optional[str] = None
 
 
 @dataclass
 class TurnDetail(Turn):
     """The body of ``GET /v1/turns/{ref}``: a turn and its changes, sorted by path."""
+
+    changes: List[Change] = field(default_factory=list)
+
+
+@dataclass
+class Step(WireObject):
+    """One step (tool call) of a turn and what it changed."""
+
+    #: The step's id; "" for the changes made before the turn's first step.
+    id: str
+    changed_paths: int
+    #: The step's own net changes, by path: a path two steps changed is under each.
+    changes: List[Change] = field(default_factory=list)
+    #: What the step is (the tool's name), if the harness said.
+    name: Optional[str] = None
+    #: When it began (None for id "").
+    began_at: Optional[str] = None
+    not_agent_paths: Optional[int] = None
+
+
+@dataclass
+class StepList(WireObject):
+    """The body of ``GET /v1/turns/{ref}/steps``: a turn's steps in the order they began."""
+
+    turn: int
+    steps: List[Step] = field(default_factory=list)
+
+
+@dataclass
+class OutsideChanges(WireObject):
+    """The body of ``GET /v1/outside``: the changes made while no turn was open, sorted by path."""
 
     changes: List[Change] = field(default_factory=list)
 
@@ -260,6 +295,7 @@ class StepStarted(WireObject):
 
     turn: int
     id: str
+    name: Optional[str] = None
 
 
 @dataclass
@@ -281,11 +317,15 @@ class Event(WireObject):
     pid: Optional[int] = None
     uid: Optional[int] = None
     command: Optional[str] = None
+    #: As in Change.
+    command_line: Optional[str] = None
     outside: Optional[bool] = None
     agent: Optional[bool] = None
     # turn_begin; turn_pruned (id).
     id: Optional[str] = None
     anchor: Optional[str] = None
+    #: step: its name, if it was given one.
+    name: Optional[str] = None
     # rollback, unrevert; and a change a rollback or an unrevert made.
     rollback: Optional[int] = None
     target: Optional[int] = None
@@ -351,6 +391,6 @@ class ErrorBody(WireObject):
 #: Every reply type, by name (the TypeScript client's names).
 REPLY_TYPES: Dict[str, type] = {
     c.__name__: c
-    for c in (Turn, TurnList, TurnDetail, Status, RollbackResult, MarkerList, StepStarted,
-              Event, Diff, Purged, ErrorBody)
+    for c in (Turn, TurnList, TurnDetail, StepList, OutsideChanges, Status, RollbackResult, MarkerList,
+              StepStarted, Event, Diff, Purged, ErrorBody)
 }

@@ -119,13 +119,15 @@ class TestContract(FuseCase):
         self.ok("Status", "GET", "/v1/status")
         self.ok("Turn", "POST", "/v1/turns", {"id": "c1", "anchor": "m1"})
         self.ok("Status", "GET", "/v1/status")  # with open_turn
-        self.ok("StepStarted", "POST", "/v1/turns/current/steps", {"id": "call_1"})
+        self.ok("StepStarted", "POST", "/v1/turns/current/steps", {"id": "call_1", "name": "Bash"})
         w.sh("sed -i s/two/TWO/ main.go && mv old.txt new.txt && rm gone.txt && mkdir -p d && "
              "printf 'a\\0b' > d/bin && chmod 600 main.go && ln -s main.go link")
         self.ok("Turn", "POST", "/v1/turns/current/end", {})
         self.ok("TurnList", "GET", "/v1/turns")
         self.ok("TurnDetail", "GET", "/v1/turns/c1")
         self.ok("TurnDetail", "GET", "/v1/turns/c1?step=call_1")
+        self.ok("StepList", "GET", "/v1/turns/c1/steps")
+        self.ok("OutsideChanges", "GET", "/v1/outside")
         self.ok("Diff", "GET", "/v1/diff?from=c1")
         self.ok("Diff", "GET", "/v1/diff?from=c1&to=now&stat=1")
         self.ok("Diff", "GET", "/v1/diff?from=c1&step=call_1")
