@@ -159,7 +159,11 @@ func parseSettings(settings []byte) (object, object, error) {
 
 // removeOurs takes cowfs's hooks out of hooks, and the groups and
 // events left empty by it.
-func removeOurs(hooks *object) (int, error) {
+func removeOurs(hooks *object) (int, error) { return removeHooks(hooks, ours) }
+
+// removeHooks takes the hooks whose command is ours out of hooks, and
+// the groups and events left empty by it.
+func removeHooks(hooks *object, ours func(command string) bool) (int, error) {
 	n := 0
 	for _, m := range append(object(nil), *hooks...) {
 		var groups []json.RawMessage
