@@ -59,7 +59,7 @@ agent); --agent-scope mount leaves it to the mount's default.`,
 		},
 	}
 	claude.Flags().StringVar(&opts.agentScope, "agent-scope", scopeAgentCLI, "the turns' agent: `agent` (Claude Code and its descendants) or mount (the mount's default)")
-	cmd.AddCommand(claude)
+	cmd.AddCommand(claude, hookGeminiCmd())
 	return cmd
 }
 

@@ -87,7 +87,7 @@ model, once, that the files went back.`,
 	f.BoolVarP(&opts.rollback.dryRun, "dry-run", "n", false, "with --rewind: print the plan and change nothing")
 	f.BoolVar(&opts.rollback.force, "force", false, "with --rewind: also restore paths changed outside turns")
 	f.BoolVarP(&opts.rollback.verbose, "verbose", "v", false, "with --rewind: list every path, not only those skipped")
-	cmd.AddCommand(claude)
+	cmd.AddCommand(claude, integrateGeminiCmd())
 	return cmd
 }
 
