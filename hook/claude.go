@@ -139,7 +139,7 @@ func (h ClaudeHook) step(ctx context.Context, in ClaudeInput) Result {
 			id = in.ToolName + "-" + h.newID()
 		}
 	}
-	if _, err := h.Turns.Step(ctx, id); err != nil {
+	if _, err := h.Turns.Step(ctx, id, in.ToolName); err != nil {
 		return Result{Stderr: h.noted("step "+id+" not marked", err)}
 	}
 	return Result{}

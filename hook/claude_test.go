@@ -87,7 +87,7 @@ func TestClaudeToolCallIsAStep(t *testing.T) {
 	if r := h.Run(ctx, ClaudePreTool, claudeInput(t, toolInput)); r.Code != 0 || len(r.Stdout) != 0 {
 		t.Fatalf("result %+v", r)
 	}
-	if len(f.steps) != 1 || f.steps[0] != "toolu_01AAA" {
+	if len(f.steps) != 1 || f.steps[0] != "toolu_01AAA" || f.stepNames[0] != "Bash" {
 		t.Fatalf("steps %v", f.steps)
 	}
 	h.Run(ctx, ClaudeStop, ClaudeInput{})
@@ -161,7 +161,7 @@ func TestClaudeTranscriptFound(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	p := filepath.Join(dir, "projects", "-ws", "s1.jsonl")
-	if err := WriteClaudeSettings(p, []byte("x\n")); err != nil { // any file
+	if err := WriteSettings(p, []byte("x\n")); err != nil { // any file
 		t.Fatal(err)
 	}
 	if got, err := ClaudeTranscript(dir, "s1"); err != nil || got != p {

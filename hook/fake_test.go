@@ -9,12 +9,13 @@ import (
 // fakeDaemon keeps turns, steps and markers as a daemon would, enough
 // for the hook logic.
 type fakeDaemon struct {
-	turns   []ctl.Turn
-	open    int // index of the open turn + 1; 0: none
-	steps   []string
-	markers []ctl.Marker
-	begun   []ctl.BeginTurnRequest
-	err     error // every request fails with it, if set
+	turns     []ctl.Turn
+	open      int // index of the open turn + 1; 0: none
+	steps     []string
+	stepNames []string // the steps' names, as sent
+	markers   []ctl.Marker
+	begun     []ctl.BeginTurnRequest
+	err       error // every request fails with it, if set
 }
 
 func (f *fakeDaemon) Status(context.Context) (ctl.Status, error) {
@@ -69,6 +70,7 @@ func (f *fakeDaemon) BeginStep(_ context.Context, req ctl.StepRequest) (ctl.Step
 		return ctl.StepStarted{}, ctl.Errorf(ctl.CodeConflict, "no open turn")
 	}
 	f.steps = append(f.steps, req.ID)
+	f.stepNames = append(f.stepNames, req.Name)
 	return ctl.StepStarted{Turn: uint64(f.open), ID: req.ID}, nil
 }
 

@@ -113,7 +113,7 @@ func (h GeminiHook) Run(ctx context.Context, event string, in GeminiInput) Resul
 	case GeminiPrompt:
 		return h.prompt(ctx, in)
 	case GeminiPreTool:
-		if _, err := h.Turns.Step(ctx, GeminiStepID(in)); err != nil && !errors.Is(err, ErrNoTurn) {
+		if _, err := h.Turns.Step(ctx, GeminiStepID(in), in.ToolName); err != nil && !errors.Is(err, ErrNoTurn) {
 			return Result{Stderr: fmt.Sprintf("cowfs: step %s not marked: %v\n", GeminiStepID(in), err)}
 		}
 		return Result{}
@@ -149,7 +149,7 @@ func (h GeminiHook) deny(err error) Result {
 	var why string
 	switch {
 	case errors.Is(err, ctl.ErrNotRunning):
-		why = fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d -w %s (or take the hooks out: %s -w %s integrate gemini --remove).",
+		why = fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d %s (or take the hooks out: %s -w %s integrate gemini --remove).",
 			h.Workspace, h.Cowfs, h.Workspace, h.Cowfs, h.Workspace)
 	case errors.Is(err, ErrForeignTurn):
 		why = err.Error() + "."

@@ -58,7 +58,7 @@ func TestGeminiPromptDenied(t *testing.T) {
 	in := GeminiInput{SessionID: geminiSID}
 	var out geminiAnswer
 	r := h.Run(context.Background(), GeminiPrompt, in)
-	if err := json.Unmarshal(r.Stdout, &out); err != nil || out.Decision != "deny" || !strings.Contains(out.Reason, "/bin/cowfs mount -d -w /ws") {
+	if err := json.Unmarshal(r.Stdout, &out); err != nil || out.Decision != "deny" || !strings.Contains(out.Reason, "/bin/cowfs mount -d /ws") {
 		t.Errorf("no daemon: %s (%v); want the prompt denied, saying how to mount", r.Stdout, err)
 	}
 	for _, ev := range []string{GeminiPreTool, GeminiAgentEnd, GeminiSessionEnd} {

@@ -120,9 +120,14 @@ func (t Turns) Begin(ctx context.Context, req ctl.BeginTurnRequest) (Begun, erro
 // ErrNoTurn: no turn is open for a step or an end.
 var ErrNoTurn = errors.New("no turn is open")
 
-// Step begins the step id of the open turn; ErrNoTurn if none is open.
-func (t Turns) Step(ctx context.Context, id string) (ctl.StepStarted, error) {
-	st, err := t.Daemon.BeginStep(ctx, ctl.StepRequest{ID: id})
+// Step begins the step id of the open turn, named after its tool;
+// ErrNoTurn if none is open. A tool name that is not a short printable
+// label is left out rather than failing the step.
+func (t Turns) Step(ctx context.Context, id, tool string) (ctl.StepStarted, error) {
+	if !printableLabel(tool) {
+		tool = ""
+	}
+	st, err := t.Daemon.BeginStep(ctx, ctl.StepRequest{ID: id, Name: tool})
 	if errors.Is(err, &ctl.Error{Code: ctl.CodeConflict}) {
 		return st, fmt.Errorf("step %s: %w", id, ErrNoTurn)
 	}

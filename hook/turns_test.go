@@ -79,7 +79,7 @@ func TestBeginGivesAUsedIDASuffix(t *testing.T) {
 func TestStepAndEndWithoutATurn(t *testing.T) {
 	tr := Turns{Daemon: &fakeDaemon{}, Prefix: "cc-"}
 	ctx := context.Background()
-	if _, err := tr.Step(ctx, "toolu_1"); !errors.Is(err, ErrNoTurn) {
+	if _, err := tr.Step(ctx, "toolu_1", "Bash"); !errors.Is(err, ErrNoTurn) {
 		t.Fatalf("step: %v", err)
 	}
 	if _, err := tr.End(ctx); !errors.Is(err, ErrNoTurn) {
@@ -125,5 +125,24 @@ func TestBeginFailsWithoutADaemon(t *testing.T) {
 	f := &fakeDaemon{err: ctl.ErrNotRunning}
 	if _, err := (Turns{Daemon: f, Prefix: "cc-"}).Begin(context.Background(), ctl.BeginTurnRequest{ID: "cc-a"}); !errors.Is(err, ctl.ErrNotRunning) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestStepNamedAfterItsTool: a step carries its tool's name, and a name
+// the daemon would refuse is left out, not the step.
+func TestStepNamedAfterItsTool(t *testing.T) {
+	f := &fakeDaemon{}
+	tr := Turns{Daemon: f, Prefix: "cc-"}
+	ctx := context.Background()
+	if _, err := tr.Begin(ctx, ctl.BeginTurnRequest{ID: "cc-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Bash", "mcp__x\n", strings.Repeat("x", 300)} {
+		if _, err := tr.Step(ctx, "toolu_1", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(f.stepNames, ","); got != "Bash,," {
+		t.Errorf("step names %q", got)
 	}
 }

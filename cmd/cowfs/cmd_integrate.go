@@ -29,38 +29,30 @@ func newIntegrateCommand() *cobra.Command {
 		Short: "Put cowfs under an agent CLI: its hooks begin and end turns",
 		Args:  exactArgs(0),
 	}
+	cmd.AddCommand(newIntegrateAgentCommand(claudeCode), newIntegrateAgentCommand(geminiCLI))
+	return cmd
+}
+
+// integration is what 'cowfs integrate AGENT' knows of one agent CLI.
+type integration struct {
+	settings hook.Settings
+	name     string // the CLI, for people: "Claude Code"
+	long     string // the command's help
+	hooked   string // what the hooks do, after they are written
+	rewindTo string // --rewind's help: what happens to the conversation
+	// transcript is where the CLI keeps its sessions, for --transcript.
+	transcript string
+	rewind     func(integrateOptions) error
+}
+
+// newIntegrateAgentCommand is 'cowfs integrate AGENT'.
+func newIntegrateAgentCommand(in integration) *cobra.Command {
 	var opts integrateOptions
-	claude := &cobra.Command{
-		Use:   "claude-code",
-		Short: "Write cowfs's hooks into the workspace's .claude/settings.json",
-		Long: `Write the hooks that put Claude Code's prompts under cowfs into the workspace's
-.claude/settings.json: UserPromptSubmit begins a turn, PreToolUse a step (the
-tool call), Stop and SessionEnd end the turn; each runs 'cowfs hook
-claude-code EVENT' by this binary's absolute path, with -w naming the
-workspace. What else the file holds is kept; cowfs's own hooks are replaced,
-never doubled. Done outside any turn: refused while one is open (end it with
-'cowfs turn end'). With no daemon serving the workspace, the hooks are written
-and block every prompt until it is mounted ('cowfs mount -d WORKSPACE').
-
-Each turn's agent is the Claude Code process and its descendants, so what a
-person changes in the workspace meanwhile is not the agent's (a rollback
-leaves it, and reports the agent's changes to the same paths);
---agent-scope mount leaves the agent to the mount's default instead.
-
---remove takes cowfs's hooks out again (and the keys, or the file, they alone
-filled).
-
---rewind TURN rolls the workspace back to before TURN, as 'cowfs rollback
-TURN' does (--dry-run, --force, --verbose as there), and prints the command
-that truncates Claude Code's conversation to match:
-
-  claude --resume SESSION --resume-session-at MESSAGE
-
-which resumes the session with the messages before TURN's prompt only. It
-reads the session's transcript under $CLAUDE_CONFIG_DIR or ~/.claude
-(--transcript names it). Run it in the workspace. The next prompt tells the
-model, once, that the files went back.`,
-		Args: exactArgs(0),
+	cmd := &cobra.Command{
+		Use:   in.settings.Agent,
+		Short: "Write cowfs's hooks into the workspace's " + in.settings.Dir + "/settings.json",
+		Long:  in.long,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case opts.remove && opts.rewind != "":
@@ -73,25 +65,24 @@ model, once, that the files went back.`,
 				if err := checkTurnRefs(opts.rewind); err != nil {
 					return err
 				}
-				return runRewindClaude(opts)
+				return in.rewind(opts)
 			}
-			return runIntegrateClaude(opts)
+			return runIntegrate(in, opts)
 		},
 	}
-	f := claude.Flags()
+	f := cmd.Flags()
 	f.BoolVar(&opts.remove, "remove", false, "take cowfs's hooks out")
-	f.StringVar(&opts.rewind, "rewind", "", "roll back to before `TURN` and print the claude command that truncates the conversation to match")
-	f.StringVar(&opts.transcript, "transcript", "", "the session's transcript `FILE` (default: found under ~/.claude/projects)")
-	f.StringVar(&opts.agentScope, "agent-scope", scopeAgentCLI, "the turns' agent: `agent` (Claude Code and its descendants) or mount (the mount's default)")
+	f.StringVar(&opts.rewind, "rewind", "", "roll back to before `TURN` and "+in.rewindTo)
+	f.StringVar(&opts.transcript, "transcript", "", "the session's transcript `FILE` (default: found under "+in.transcript+")")
+	f.StringVar(&opts.agentScope, "agent-scope", scopeAgentCLI, "the turns' agent: `agent` ("+in.name+" and its descendants) or mount (the mount's default)")
 	f.BoolVar(&opts.rollback.json, "json", false, "print JSON")
 	f.BoolVarP(&opts.rollback.dryRun, "dry-run", "n", false, "with --rewind: print the plan and change nothing")
 	f.BoolVar(&opts.rollback.force, "force", false, "with --rewind: also restore paths changed outside turns")
 	f.BoolVarP(&opts.rollback.verbose, "verbose", "v", false, "with --rewind: list every path, not only those skipped")
-	cmd.AddCommand(claude, integrateGeminiCmd())
 	return cmd
 }
 
-// integrated is the JSON of 'cowfs integrate claude-code'.
+// integrated is the JSON of 'cowfs integrate AGENT'.
 type integrated struct {
 	Settings string   `json:"settings"`
 	Events   []string `json:"events"`  // events whose hooks are cowfs's now
@@ -102,7 +93,7 @@ type integrated struct {
 	Daemon bool `json:"daemon"`
 }
 
-func runIntegrateClaude(opts integrateOptions) error {
+func runIntegrate(in integration, opts integrateOptions) error {
 	loc, err := located()
 	if err != nil {
 		return err
@@ -114,15 +105,15 @@ func runIntegrateClaude(opts integrateOptions) error {
 	if err != nil {
 		return err
 	}
-	path := hook.ClaudeSettingsPath(view)
-	old, err := hook.ReadClaudeSettings(path)
+	path := in.settings.Path(view)
+	old, err := hook.ReadSettings(path)
 	if err != nil {
 		return err
 	}
 	res := integrated{Settings: path, Daemon: serving}
 	var next []byte
 	if opts.remove {
-		next, res.Removed, err = hook.RemoveClaudeHooks(old)
+		next, res.Removed, err = in.settings.Remove(old)
 	} else {
 		self := executable()
 		var extra []string
@@ -130,21 +121,21 @@ func runIntegrateClaude(opts integrateOptions) error {
 			extra = []string{"--agent-scope", opts.agentScope}
 		}
 		cmds := map[string]string{}
-		for _, ev := range hook.ClaudeEvents {
-			cmds[ev] = hook.ClaudeHookCommand(self, loc.Workspace, ev, extra...)
+		for _, ev := range in.settings.Events {
+			cmds[ev] = in.settings.Command(self, loc.Workspace, ev, extra...)
 		}
-		next, err = hook.AddClaudeHooks(old, cmds)
+		next, err = in.settings.Add(old, cmds)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if !bytes.Equal(old, next) && !(old == nil && opts.remove) {
-		if err := hook.WriteClaudeSettings(path, next); err != nil {
+		if err := hook.WriteSettings(path, next); err != nil {
 			return err
 		}
 		res.Changed = true
 	}
-	if res.Events, err = hook.ClaudeHooksIn(next); err != nil {
+	if res.Events, err = in.settings.In(next); err != nil {
 		return err
 	}
 	if res.Events == nil {
@@ -153,9 +144,9 @@ func runIntegrateClaude(opts integrateOptions) error {
 	if serving && !opts.remove {
 		// Markers standing now are from before the hooks: no prompt
 		// should hear of them.
-		t := hook.Turns{Daemon: c, Delivered: filepath.Join(loc.Dir, deliveredFile("claude-code"))}
+		t := hook.Turns{Daemon: c, Delivered: filepath.Join(loc.Dir, deliveredFile(in.settings.Agent))}
 		if err := t.Seen(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "cowfs integrate claude-code: %v\n", err)
+			fmt.Fprintf(os.Stderr, "cowfs integrate %s: %v\n", in.settings.Agent, err)
 		}
 	}
 	if opts.rollback.json {
@@ -169,10 +160,10 @@ func runIntegrateClaude(opts integrateOptions) error {
 	case !res.Changed:
 		fmt.Printf("cowfs's hooks are in %s already\n", path)
 	default:
-		fmt.Printf("cowfs's hooks written to %s: UserPromptSubmit begins a turn, PreToolUse a step, Stop and SessionEnd end it\n", path)
+		fmt.Printf("cowfs's hooks written to %s: %s\n", path, in.hooked)
 	}
 	if !serving && !opts.remove {
-		fmt.Fprintf(os.Stderr, "cowfs integrate claude-code: no daemon serves %s: the hooks block every prompt until it is mounted: cowfs mount -d %s\n", loc.Workspace, loc.Workspace)
+		fmt.Fprintf(os.Stderr, "cowfs integrate %s: no daemon serves %s: the hooks refuse every prompt until it is mounted: cowfs mount -d %s\n", in.settings.Agent, loc.Workspace, loc.Workspace)
 	}
 	return nil
 }

@@ -162,6 +162,16 @@ func TestClaudeCode(t *testing.T) {
 			t.Errorf("turn %s step %s: %v, want %v", c.turn, c.step, got, c.want)
 		}
 	}
+	// Each step is named after its tool (show --steps).
+	var steps ctl.StepList
+	w.cowfsJSON(&steps, "show", "2", "--steps")
+	var named []string
+	for _, s := range steps.Steps {
+		named = append(named, s.ID+"="+s.Name)
+	}
+	if got := strings.Join(named, " "); got != "toolu_02read=Read toolu_02edit=Edit toolu_02sed=Bash toolu_02ln=Bash" {
+		t.Errorf("turn 2's steps: %s", got)
+	}
 	if d := w.diffStep("2", "toolu_02edit")["src/index.js"]; !strings.Contains(d.Diff, "+console.log('hello, world');") {
 		t.Errorf("the Edit step's diff: %+v", d)
 	}

@@ -63,7 +63,7 @@ func TestGeminiCLI(t *testing.T) {
 
 	// Integrating needs no daemon; a prompt then is denied, saying how
 	// to mount, and reaches no model.
-	if out, errOut, code := w.run("integrate", "gemini"); code != 0 || !strings.Contains(errOut, "cowfs mount -d -w "+w.dir) {
+	if out, errOut, code := w.run("integrate", "gemini"); code != 0 || !strings.Contains(errOut, "cowfs mount -d "+w.dir) {
 		t.Errorf("integrate with no daemon: exit %d: %q %q; want the mount command", code, out, errOut)
 	}
 	settings := geminiFile(t, filepath.Join(w.dir, ".gemini", "settings.json"))
@@ -71,8 +71,8 @@ func TestGeminiCLI(t *testing.T) {
 		t.Errorf("integrating again changed the settings (%q)", out)
 	}
 	denied := g.prompt("PROMPT-0 do something", false)
-	if !strings.Contains(denied, "cowfs mount -d -w "+w.dir) {
-		t.Errorf("a prompt with no daemon: the CLI said %q; want it denied with cowfs mount -d -w %s", denied, w.dir)
+	if !strings.Contains(denied, "cowfs mount -d "+w.dir) {
+		t.Errorf("a prompt with no daemon: the CLI said %q; want it denied with cowfs mount -d %s", denied, w.dir)
 	}
 	if g.sawPrompt("PROMPT-0") {
 		t.Errorf("a denied prompt reached the model")

@@ -26,13 +26,13 @@ const userSettings = `{
 func commands() map[string]string {
 	m := map[string]string{}
 	for _, ev := range ClaudeEvents {
-		m[ev] = ClaudeHookCommand("/usr/local/bin/cowfs", "/w s", ev)
+		m[ev] = Claude.Command("/usr/local/bin/cowfs", "/w s", ev)
 	}
 	return m
 }
 
 func TestAddClaudeHooksKeepsTheUsersSettings(t *testing.T) {
-	b, err := AddClaudeHooks([]byte(userSettings), commands())
+	b, err := Claude.Add([]byte(userSettings), commands())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,27 +46,27 @@ func TestAddClaudeHooksKeepsTheUsersSettings(t *testing.T) {
 	if strings.Index(s, `"permissions"`) > strings.Index(s, `"hooks"`) || strings.Index(s, `"hooks"`) > strings.Index(s, `"model"`) {
 		t.Errorf("keys reordered:\n%s", s)
 	}
-	evs, _ := ClaudeHooksIn(b)
+	evs, _ := Claude.In(b)
 	if !reflect.DeepEqual(evs, []string{"PreToolUse", "UserPromptSubmit", "Stop", "SessionEnd"}) {
 		t.Errorf("our hooks on %v", evs)
 	}
 	// Again: the same bytes, no hook doubled.
-	again, err := AddClaudeHooks(b, commands())
+	again, err := Claude.Add(b, commands())
 	if err != nil || string(again) != s {
 		t.Fatalf("not idempotent (%v):\n%s\n---\n%s", err, s, again)
 	}
 	// A moved binary replaces the old commands.
 	moved := commands()
-	moved[ClaudeStop] = ClaudeHookCommand("/opt/cowfs", "/w s", ClaudeStop)
-	b2, _ := AddClaudeHooks(b, moved)
+	moved[ClaudeStop] = Claude.Command("/opt/cowfs", "/w s", ClaudeStop)
+	b2, _ := Claude.Add(b, moved)
 	if strings.Count(string(b2), "hook claude-code Stop") != 1 || !strings.Contains(string(b2), "/opt/cowfs") {
 		t.Fatalf("moved:\n%s", b2)
 	}
 }
 
 func TestRemoveClaudeHooksTakesOnlyOurs(t *testing.T) {
-	b, _ := AddClaudeHooks([]byte(userSettings), commands())
-	out, n, err := RemoveClaudeHooks(b)
+	b, _ := Claude.Add([]byte(userSettings), commands())
+	out, n, err := Claude.Remove(b)
 	if err != nil || n != 4 {
 		t.Fatalf("removed %d: %v", n, err)
 	}
@@ -80,30 +80,30 @@ func TestRemoveClaudeHooksTakesOnlyOurs(t *testing.T) {
 		}
 	}
 	// Nothing of ours: nothing changes.
-	if again, n, _ := RemoveClaudeHooks(out); n != 0 || string(again) != s {
+	if again, n, _ := Claude.Remove(out); n != 0 || string(again) != s {
 		t.Errorf("removed %d from a file without ours", n)
 	}
 }
 
 func TestClaudeHooksAloneLeaveNothingWhenRemoved(t *testing.T) {
-	b, err := AddClaudeHooks(nil, commands())
+	b, err := Claude.Add(nil, commands())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, n, err := RemoveClaudeHooks(b)
+	out, n, err := Claude.Remove(b)
 	if err != nil || n != 4 || strings.TrimSpace(string(out)) != "{}" {
 		t.Fatalf("removed %d, %v: %s", n, err, out)
 	}
 	// Written, that is no file and no .claude directory.
 	dir := t.TempDir()
-	p := ClaudeSettingsPath(dir)
-	if err := WriteClaudeSettings(p, b); err != nil {
+	p := Claude.Path(dir)
+	if err := WriteSettings(p, b); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := ReadClaudeSettings(p); string(got) != string(b) {
+	if got, _ := ReadSettings(p); string(got) != string(b) {
 		t.Fatalf("read back %s", got)
 	}
-	if err := WriteClaudeSettings(p, out); err != nil {
+	if err := WriteSettings(p, out); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
@@ -113,14 +113,14 @@ func TestClaudeHooksAloneLeaveNothingWhenRemoved(t *testing.T) {
 
 func TestBadSettingsAreRefused(t *testing.T) {
 	for _, s := range []string{`[1]`, `{"hooks": 3}`, `{"hooks": {"Stop": 5}`} {
-		if _, err := AddClaudeHooks([]byte(s), commands()); err == nil {
+		if _, err := Claude.Add([]byte(s), commands()); err == nil {
 			t.Errorf("%s: no error", s)
 		}
 	}
 }
 
 func TestHookCommandQuoting(t *testing.T) {
-	got := ClaudeHookCommand("/a b/cowfs", "/it's", "Stop", "--agent-scope", "mount")
+	got := Claude.Command("/a b/cowfs", "/it's", "Stop", "--agent-scope", "mount")
 	if want := `'/a b/cowfs' -w '/it'\''s' hook claude-code Stop --agent-scope mount`; got != want {
 		t.Fatalf("%s, want %s", got, want)
 	}

@@ -10,6 +10,43 @@ import (
 	"github.com/cowfs/cowfs/hook"
 )
 
+// claudeCode is Claude Code's integration.
+var claudeCode = integration{
+	settings:   hook.Claude,
+	name:       "Claude Code",
+	hooked:     "UserPromptSubmit begins a turn, PreToolUse a step, Stop and SessionEnd end it",
+	rewindTo:   "print the claude command that truncates the conversation to match",
+	transcript: "~/.claude/projects",
+	rewind:     runRewindClaude,
+	long: `Write the hooks that put Claude Code's prompts under cowfs into the workspace's
+.claude/settings.json: UserPromptSubmit begins a turn, PreToolUse a step (the
+tool call), Stop and SessionEnd end the turn; each runs 'cowfs hook
+claude-code EVENT' by this binary's absolute path, with -w naming the
+workspace. What else the file holds is kept; cowfs's own hooks are replaced,
+never doubled. Done outside any turn: refused while one is open (end it with
+'cowfs turn end'). With no daemon serving the workspace, the hooks are written
+and block every prompt until it is mounted ('cowfs mount -d WORKSPACE').
+
+Each turn's agent is the Claude Code process and its descendants, so what a
+person changes in the workspace meanwhile is not the agent's (a rollback
+leaves it, and reports the agent's changes to the same paths);
+--agent-scope mount leaves the agent to the mount's default instead.
+
+--remove takes cowfs's hooks out again (and the keys, or the file, they alone
+filled).
+
+--rewind TURN rolls the workspace back to before TURN, as 'cowfs rollback
+TURN' does (--dry-run, --force, --verbose as there), and prints the command
+that truncates Claude Code's conversation to match:
+
+  claude --resume SESSION --resume-session-at MESSAGE
+
+which resumes the session with the messages before TURN's prompt only. It
+reads the session's transcript under $CLAUDE_CONFIG_DIR or ~/.claude
+(--transcript names it). Run it in the workspace. The next prompt tells the
+model, once, that the files went back.`,
+}
+
 // rewound is the JSON of 'cowfs integrate claude-code --rewind'.
 type rewound struct {
 	Rollback ctl.RollbackResult `json:"rollback"`

@@ -9,14 +9,14 @@ import (
 func geminiCommands() map[string]string {
 	cmds := map[string]string{}
 	for _, ev := range GeminiEvents {
-		cmds[ev] = GeminiHookCommand("/usr/local/bin/cowfs", "/src/my ws", ev)
+		cmds[ev] = Gemini.Command("/usr/local/bin/cowfs", "/src/my ws", ev)
 	}
 	return cmds
 }
 
 func TestAddGeminiHooksKeepsWhatIsThere(t *testing.T) {
 	old := `{"theme": "dark", "hooks": {"BeforeTool": [{"matcher": "write_.*", "hooks": [{"type": "command", "command": "lint.sh", "name": "lint"}]}]}, "model": {"name": "x"}}`
-	out, err := AddGeminiHooks([]byte(old), geminiCommands())
+	out, err := Gemini.Add([]byte(old), geminiCommands())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +26,10 @@ func TestAddGeminiHooksKeepsWhatIsThere(t *testing.T) {
 	}
 	var got struct {
 		Hooks map[string][]struct {
-			Matcher string       `json:"matcher"`
-			Hooks   []geminiHook `json:"hooks"`
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Name, Command string
+			} `json:"hooks"`
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -46,16 +48,16 @@ func TestAddGeminiHooksKeepsWhatIsThere(t *testing.T) {
 	if cmd := geminiCommands()[GeminiPrompt]; cmd != `/usr/local/bin/cowfs -w '/src/my ws' hook gemini BeforeAgent` {
 		t.Errorf("command %q", cmd)
 	}
-	if evs, _ := GeminiHooksIn(out); strings.Join(evs, " ") != "BeforeTool BeforeAgent AfterAgent SessionEnd" {
-		t.Errorf("GeminiHooksIn: %v", evs)
+	if evs, _ := Gemini.In(out); strings.Join(evs, " ") != "BeforeTool BeforeAgent AfterAgent SessionEnd" {
+		t.Errorf("Gemini.In: %v", evs)
 	}
 
-	again, err := AddGeminiHooks(out, geminiCommands())
+	again, err := Gemini.Add(out, geminiCommands())
 	if err != nil || string(again) != string(out) {
 		t.Errorf("integrating twice changed the settings:\n%s\nthen\n%s", out, again)
 	}
 
-	removed, n, err := RemoveGeminiHooks(out)
+	removed, n, err := Gemini.Remove(out)
 	if err != nil || n != len(GeminiEvents) {
 		t.Fatalf("remove: %d, %v", n, err)
 	}
@@ -67,23 +69,23 @@ func TestAddGeminiHooksKeepsWhatIsThere(t *testing.T) {
 	if string(ja) != string(jb) {
 		t.Errorf("--remove left\n%s\nwant\n%s", jb, ja)
 	}
-	if _, n, _ := RemoveGeminiHooks(removed); n != 0 {
+	if _, n, _ := Gemini.Remove(removed); n != 0 {
 		t.Errorf("removing again took out %d", n)
 	}
 }
 
 func TestRemoveGeminiHooksLeavesNothingOrTheOthers(t *testing.T) {
-	out, err := AddGeminiHooks(nil, geminiCommands())
+	out, err := Gemini.Add(nil, geminiCommands())
 	if err != nil {
 		t.Fatal(err)
 	}
-	removed, _, err := RemoveGeminiHooks(out)
+	removed, _, err := Gemini.Remove(out)
 	if err != nil || strings.TrimSpace(string(removed)) != "{}" {
 		t.Errorf("removing the only hooks left %q (%v); want {}", removed, err)
 	}
 	// A hook of the person's in the same definition as cowfs's stays.
 	mixed := `{"hooks": {"AfterAgent": [{"hooks": [{"name": "cowfs", "type": "command", "command": "/bin/cowfs -w /ws hook gemini AfterAgent"}, {"name": "notify", "type": "command", "command": "n.sh"}]}]}}`
-	removed, n, err := RemoveGeminiHooks([]byte(mixed))
+	removed, n, err := Gemini.Remove([]byte(mixed))
 	if err != nil || n != 1 || strings.Contains(string(removed), "hook gemini") || !strings.Contains(string(removed), `"notify"`) {
 		t.Errorf("remove from a shared definition: %d, %v\n%s", n, err, removed)
 	}
@@ -91,7 +93,7 @@ func TestRemoveGeminiHooksLeavesNothingOrTheOthers(t *testing.T) {
 
 func TestAddGeminiHooksRefusesWhatItCannotRead(t *testing.T) {
 	for _, s := range []string{`{"hooks": 3}`, "// comment\n{}", `[]`, `{"hooks": {"BeforeAgent": {}}}`} {
-		if _, err := AddGeminiHooks([]byte(s), geminiCommands()); err == nil {
+		if _, err := Gemini.Add([]byte(s), geminiCommands()); err == nil {
 			t.Errorf("%q: no error", s)
 		}
 	}
