@@ -28,9 +28,10 @@
 //
 // claude*.go: the hook JSON Claude Code sends (claude.go), the turn id
 // and anchor taken from it (claude_anchor.go), the session transcript
-// read for where to resume after a rollback (claude_transcript.go), and
-// the hooks merged into and taken out of .claude/settings.json
-// (claude_settings.go, keeping the person's key order: jsonobject.go).
+// read for where to resume after a rollback (claude_transcript.go). The
+// hooks are merged into and taken out of .claude/settings.json by
+// Settings (settings.go, keeping the person's key order: jsonobject.go),
+// which serves Gemini CLI's file of the same shape too.
 //
 // The turn id is "cc-" and the first 8 hex digits of prompt_id: short
 // enough for `cowfs log`, unique in any window. The anchor is
@@ -48,6 +49,14 @@
 // The turn's agent is the Claude Code process (the nearest ancestor of
 // the hook that is not a shell) and its descendants, so a person
 // editing in the workspace meanwhile is not the agent.
+//
+// # Gemini CLI
+//
+// gemini*.go, described at the top of gemini.go: Gemini CLI gives hooks
+// neither a prompt id nor a tool-call id, so the ids are made from the
+// session, the turn's number and the tool's name, and, since it cannot
+// resume at a message, a rewind truncates its session file as its own
+// /rewind does.
 //
 // Imports: ctl only.
 package hook

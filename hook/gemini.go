@@ -1,7 +1,7 @@
 package hook
 
 // Gemini CLI (gemini*.go) reads hooks from the project's
-// .gemini/settings.json (gemini_settings.go) and runs them with the
+// .gemini/settings.json (Gemini, settings.go) and runs them with the
 // event's JSON on standard input, reading one JSON object back from
 // standard output. Its events carry neither a prompt id nor a tool call
 // id, so the ids are made here:
