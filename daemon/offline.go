@@ -24,11 +24,16 @@ import (
 // and rollbacks skip them unless forced, as after a restart. It then
 // serves the same ctl.Service on a private socket in a fresh 0700
 // directory, so the CLI talks to it exactly as to a daemon: the same
-// results, guards and JSON. Turns cannot begin or end: nothing could be
-// journaled in them.
+// results, guards and JSON. Turns cannot begin: nothing could be
+// journaled in them. A turn left open — by a harness that went away, a
+// daemon that was killed, a container that stopped — can end, as it
+// would with a daemon (EndTurn), so that a rollback is never stuck
+// behind it. It ends through the journal's EndTurn, as a daemon's end
+// does, under the journal's lock: cut short, the turn stays open, to be
+// ended again.
 
 // ErrOffline: what was asked needs a mounted workspace.
-var ErrOffline = ctl.Errorf(ctl.CodeConflict, "no cowfs daemon serves this workspace; turns begin and end only while it is mounted (cowfs mount, cowfs run)")
+var ErrOffline = ctl.Errorf(ctl.CodeConflict, "no cowfs daemon serves this workspace; turns begin only while it is mounted (cowfs mount -d, cowfs run --turn)")
 
 // OpenOffline opens the workspace at or above opts.Workspace that has a
 // journal, with no daemon serving it, and serves its control API on a

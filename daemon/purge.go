@@ -19,7 +19,7 @@ import (
 
 // ErrServed: a daemon serves the workspace (or its mount is still
 // there), so its journal and private area are in use.
-var ErrServed = errors.New("a cowfs daemon serves the workspace; run 'cowfs umount' first")
+var ErrServed = errors.New("a cowfs daemon serves the workspace")
 
 // PurgeResult lists what Purge removed.
 type PurgeResult struct {
@@ -52,20 +52,35 @@ func Purge(ws, journalDir string) (PurgeResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if st, err := ctl.NewClient(loc.Socket()).Status(ctx); err == nil {
-		return PurgeResult{}, fmt.Errorf("%w (pid %d)", ErrServed, st.Pid)
+		return PurgeResult{}, served(loc.Workspace, st.Pid)
 	}
 	if m, ok := mountAt(loc.Workspace); ok && m.FSType == "fuse.cowfs" {
-		return PurgeResult{}, fmt.Errorf("%w: %s is still a cowfs mount", ErrServed, loc.Workspace)
+		return PurgeResult{}, fmt.Errorf("%w: %s is still a cowfs mount; unmount it first: %s", ErrServed, loc.Workspace, UmountCommand(loc.Workspace))
 	}
 	return purgeStopped(loc, journalDir)
 }
 
 // purgeStopped is Purge once nothing serves the workspace any more.
+//
+// With no journalDir, the journal is where the state directory records
+// it (journal.dir, written by every daemon that opened it), so that one
+// --journal put elsewhere goes too. A record is a path another process
+// wrote, though, and what is there now may be no journal: a recorded
+// directory is removed only if it holds a journal's lock file, the mark
+// of journal.Open. One without (a journal removed and something else
+// put there, or a purge cut short) is left alone and named, for
+// --journal to remove it if it is to go.
 func purgeStopped(loc Location, journalDir string) (PurgeResult, error) {
 	var res PurgeResult
 	jdir := journalDir
 	if jdir == "" {
-		jdir = loc.Journal()
+		recorded, _ := recordedJournal(loc)
+		if recorded = resolved(recorded); recorded != resolved(loc.Journal()) {
+			if err := checkRecordedJournal(loc, recorded); err != nil {
+				return res, err
+			}
+		}
+		jdir = recorded
 	}
 	jdir = resolved(jdir)
 
@@ -120,6 +135,19 @@ func purgeStopped(loc Location, journalDir string) (PurgeResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// checkRecordedJournal fails unless jdir, where the state directory of
+// loc records the journal, is gone or holds a journal's lock file.
+func checkRecordedJournal(loc Location, jdir string) error {
+	if _, err := os.Lstat(jdir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if fi, err := os.Lstat(filepath.Join(jdir, "lock")); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("the state directory %s records the journal at %s, which holds no journal (no lock file); nothing was removed: to remove it anyway, %s",
+		loc.Dir, jdir, ShellCommand("cowfs", "purge", "-w", loc.Workspace, "--journal", jdir))
 }
 
 // lockJournal takes the journal's lock (as journal.Open does) if the
@@ -181,7 +209,7 @@ func (s *service) Purge(ctx context.Context) (ctl.Purged, error) {
 	d.rbMu.Lock()
 	defer d.rbMu.Unlock()
 	if t, open := d.j.OpenTurn(); open {
-		return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "turn %d is open; end it before purging the journal", t.Num)
+		return ctl.Purged{}, d.turnOpen(t.Num, "purging the journal")
 	}
 	if m, ok := CowfsMount(d.opts.Mountpoint); ok {
 		if hs := m.Holders(); len(hs) > 0 {

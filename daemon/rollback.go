@@ -104,7 +104,7 @@ func (d *Daemon) resume() error {
 func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.RollbackResult, error) {
 	d := s.d
 	if !d.rbMu.TryLock() {
-		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "another rollback is running")
+		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "another rollback is running; wait until it is done")
 	}
 	defer d.rbMu.Unlock()
 	t, err := s.findTurn(string(req.To))
@@ -116,7 +116,7 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 	d.flush()
 	refused := d.refusedWrites()
 	if err != nil {
-		return ctl.RollbackResult{}, apiError(err)
+		return ctl.RollbackResult{}, apiError(d.openTurnRefusal(err, "rolling back"))
 	}
 	res := resultOf(out, false)
 	noteRefused(&res, refused)
@@ -136,7 +136,7 @@ func (s *service) Rollback(ctx context.Context, req ctl.RollbackRequest) (ctl.Ro
 func (s *service) Unrevert(ctx context.Context, req ctl.UnrevertRequest) (ctl.RollbackResult, error) {
 	d := s.d
 	if !d.rbMu.TryLock() {
-		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "a rollback is running")
+		return ctl.RollbackResult{}, ctl.Errorf(ctl.CodeBusy, "a rollback is running; wait until it is done")
 	}
 	defer d.rbMu.Unlock()
 	d.refusedWrites() // not this unrevert's

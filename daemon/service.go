@@ -96,21 +96,24 @@ func (s *service) BeginTurn(ctx context.Context, req ctl.BeginTurnRequest) (ctl.
 	}
 	t, err := d.j.BeginAgentTurn(req.ID, req.Anchor, scope, time.Now())
 	if err != nil {
-		return ctl.Turn{}, apiError(err)
+		return ctl.Turn{}, apiError(d.openTurnRefusal(err, "beginning another"))
 	}
 	d.mount.EpochBegan()
 	go d.prune()
 	return turnOf(t), nil
 }
 
+// EndTurn ends the open turn. Offline (offline.go) it ends a turn whose
+// daemon went away with it open, the same way: what changed since that
+// daemon last journaled was found when the journal was opened, outside
+// any turn, as a daemon started again would find it.
 func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	d := s.d
-	if d.offline {
-		return ctl.Turn{}, ErrOffline
-	}
 	// Dirty mmap pages written during the turn belong to it.
-	if err := d.mount.FlushWriteback(); err != nil {
-		d.log.Warn("flushing writeback at the end of the turn", "err", err)
+	if d.mount != nil {
+		if err := d.mount.FlushWriteback(); err != nil {
+			d.log.Warn("flushing writeback at the end of the turn", "err", err)
+		}
 	}
 	// What changed outside the mount during the turn belongs to it.
 	if _, err := d.rescan(true); err != nil {
@@ -120,7 +123,11 @@ func (s *service) EndTurn(ctx context.Context) (ctl.Turn, error) {
 	if err != nil {
 		return ctl.Turn{}, apiError(err)
 	}
-	d.mount.EpochBegan()
+	if d.mount != nil {
+		d.mount.EpochBegan()
+	} else {
+		d.log.Info("ended without a daemon", "turn", t.Num)
+	}
 	wt, err := s.summary(t, "", false)
 	return wt.Turn, err
 }

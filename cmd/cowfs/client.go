@@ -42,11 +42,17 @@ var offline *daemon.Daemon
 // daemon's, or, for an offline command when none answers, that of the
 // workspace opened in-process.
 func client() (*ctl.Client, daemon.Location, error) {
+	return clientFor(offlineCommands[global.command])
+}
+
+// clientFor is client for a command that works without a daemon if
+// offlineOK.
+func clientFor(offlineOK bool) (*ctl.Client, daemon.Location, error) {
 	loc, err := located()
 	if err != nil {
 		return nil, loc, err
 	}
-	if !offlineCommands[global.command] || answers(loc.Socket()) {
+	if !offlineOK || answers(loc.Socket()) {
 		return ctl.NewClient(loc.Socket()), loc, nil
 	}
 	if offline == nil {
@@ -80,7 +86,13 @@ func answers(path string) bool {
 
 // call runs fn with a client for the workspace and a bounded context.
 func call(fn func(ctx context.Context, c *ctl.Client) error) error {
-	c, _, err := client()
+	return callFor(offlineCommands[global.command], fn)
+}
+
+// callFor is call for a command that works without a daemon if
+// offlineOK.
+func callFor(offlineOK bool, fn func(ctx context.Context, c *ctl.Client) error) error {
+	c, _, err := clientFor(offlineOK)
 	if err != nil {
 		return err
 	}

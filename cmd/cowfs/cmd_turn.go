@@ -62,8 +62,13 @@ exit 2).`,
 	end := &cobra.Command{
 		Use:   "end",
 		Short: "End the open turn",
-		Args:  exactArgs(0),
-		RunE:  func(cmd *cobra.Command, args []string) error { return runTurnEnd(eo) },
+		Long: `End the open turn. With no daemon serving the workspace — the harness, the
+container or the daemon that began the turn went away — the turn is ended in
+the journal directly, as the daemon would have ended it; what changed while
+no daemon ran is journaled outside any turn, as a daemon started again would
+find it. A rollback is refused while a turn is open, with or without a daemon.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error { return runTurnEnd(eo) },
 	}
 	end.Flags().BoolVar(&eo.json, "json", false, "print JSON")
 
@@ -99,7 +104,9 @@ func runTurnBegin(opts turnBeginOptions) error {
 
 func runTurnEnd(opts turnEndOptions) error {
 	var t ctl.Turn
-	err := call(func(ctx context.Context, c *ctl.Client) (err error) {
+	// Without a daemon too: a turn left open by one that went away
+	// would otherwise refuse every rollback.
+	err := callFor(true, func(ctx context.Context, c *ctl.Client) (err error) {
 		t, err = c.EndTurn(ctx)
 		return err
 	})
