@@ -52,7 +52,7 @@ func runFsck(opts fsckOptions) error {
 	}
 	r, err := daemon.Check(loc.Workspace)
 	if errors.Is(err, daemon.ErrJournalLocked) {
-		return codedError{err, exitBusy}
+		return journalInUse(loc, err)
 	}
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func runFsck(opts fsckOptions) error {
 	if opts.export != "" {
 		x, err := daemon.Export(loc.Workspace, opts.export)
 		if errors.Is(err, daemon.ErrJournalLocked) {
-			return codedError{err, exitBusy}
+			return journalInUse(loc, err)
 		}
 		if err != nil {
 			return err
@@ -87,4 +87,15 @@ func runFsck(opts fsckOptions) error {
 		return codedError{fmt.Errorf("%s: what they name cannot be restored", count(len(r.Problems)+unreadable, "problem", "problems")), exitError}
 	}
 	return nil
+}
+
+// journalInUse says what to do when fsck finds the journal locked, err:
+// unmount the workspace if a daemon serves it, else wait for the
+// command that holds it.
+func journalInUse(loc daemon.Location, err error) error {
+	if answers(loc.Socket()) {
+		return codedError{fmt.Errorf("%s is mounted, and its daemon holds the journal (%w); fsck reads it unmounted: %s, then fsck again",
+			shown(loc.Workspace), err, daemon.UmountCommand(loc.Workspace)), exitBusy}
+	}
+	return codedError{fmt.Errorf("%w; another cowfs command is using it: try again once it is done", err), exitBusy}
 }

@@ -44,9 +44,9 @@ func newMountCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mount [flags] WORKSPACE",
 		Short: "Mount cowfs over a workspace and journal every change to it",
-		Long: `Mount cowfs over WORKSPACE, in place: the agent's paths do not change. With
---mountpoint the view appears at DIR instead and WORKSPACE is only the backing
-directory.
+		Long: `Mount cowfs over WORKSPACE (or -w WORKSPACE, as other commands take it), in
+place: the agent's paths do not change. With --mountpoint the view appears at
+DIR instead and WORKSPACE is only the backing directory.
 
 The daemon runs in the foreground until SIGINT or SIGTERM, or until
 'cowfs umount WORKSPACE'; then it unmounts and closes the journal. With
@@ -62,12 +62,13 @@ A stale mount left by a daemon that was killed is cleared, with a warning.
 ` + agentHelp + ` Here they are the default of every turn that names
 no agent of its own ('cowfs turn begin --agent-*'). Each --agent-pid must be
 running (else exit 2).`,
-		Args: exactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usageError{fmt.Errorf("WORKSPACE %w", errEmptyPath)}
+			ws, err := mountedWorkspace(args)
+			if err != nil {
+				return err
 			}
-			return runMount(opts, args[0])
+			return runMount(opts, ws)
 		},
 	}
 	f := cmd.Flags()
@@ -77,6 +78,24 @@ running (else exit 2).`,
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` (for go tool pprof)")
 	f.BoolVar(&opts.json, "json", false, "print the daemon's status as JSON once the mount is ready")
 	return cmd
+}
+
+// mountedWorkspace is the workspace mount was given: WORKSPACE or, as
+// every other command takes it, -w. One is needed — a mount over the
+// current directory by default would catch a mistyped command — and
+// two must agree.
+func mountedWorkspace(args []string) (string, error) {
+	switch {
+	case len(args) == 1 && args[0] == "":
+		return "", usageError{fmt.Errorf("WORKSPACE %w", errEmptyPath)}
+	case len(args) == 1 && global.workspace != "" && global.workspace != args[0]:
+		return "", usageError{fmt.Errorf("two workspaces: %s and -w %s", shown(args[0]), shown(global.workspace))}
+	case len(args) == 1:
+		return args[0], nil
+	case global.workspace != "":
+		return global.workspace, nil
+	}
+	return "", usageError{errors.New("needs the workspace: cowfs mount WORKSPACE, or -w WORKSPACE")}
 }
 
 // addDaemonFlags adds the flags of the daemon's journal and mount, for

@@ -33,7 +33,9 @@ refused while a turn is open or processes use the mount, which it names. Nothing
 is followed on the way: a symlink anywhere in what is removed is removed, never
 what it points to. A purge cut short can be run again to finish.
 
-Give --journal if the workspace was mounted with --journal.`,
+A journal --journal put elsewhere is found where the workspace's state
+directory records it, and removed if it still holds a journal; give --journal
+when the state directory is gone, or to remove what the record names anyway.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := workspaceArg(args); err != nil {
@@ -42,7 +44,7 @@ Give --journal if the workspace was mounted with --journal.`,
 			return runPurge(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.journal, "journal", "", "the journal directory, if the workspace was mounted with --journal")
+	cmd.Flags().StringVar(&opts.journal, "journal", "", "the journal directory (default: where the state directory records it)")
 	cmd.Flags().BoolVar(&opts.stop, "stop", false, "if a daemon serves the workspace, stop it first (refused while a turn is open or processes use the mount)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print what was removed as JSON")
 	return cmd

@@ -90,6 +90,7 @@ func main() {
 	if err == nil {
 		return
 	}
+	err = hinted(err) // hints.go
 	if !errors.As(err, new(exitStatus)) {
 		// The whole command path: "cowfs turn end:", not "cowfs end:".
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.CommandPath(), err)
