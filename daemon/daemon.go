@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -435,20 +434,18 @@ func LogPath(workspace string) (string, error) {
 }
 
 // Unmount clears a mount whose daemon is gone: a stale one (ENOTCONN),
-// or, with force, any cowfs mount at path.
+// or, with force, any cowfs mount at path, its FUSE connection aborted
+// first (Abort) — asking it would wait on a daemon that may hang.
 func Unmount(path string, force bool) (bool, error) {
 	abs, err := canonical(path)
 	if err != nil {
 		return false, err
 	}
-	if ok, err := clearStale(abs, slog.New(slog.DiscardHandler)); ok || err != nil {
-		return ok, err
-	}
 	if m, ok := mountAt(abs); force && ok && m.FSType == "fuse.cowfs" {
-		if err := syscall.Unmount(abs, syscall.MNT_DETACH); err != nil {
-			return false, fmt.Errorf("unmount %s: %w", abs, err)
+		if _, err := Abort(abs); err != nil {
+			return false, err
 		}
 		return true, nil
 	}
-	return false, nil
+	return clearStale(abs, slog.New(slog.DiscardHandler))
 }

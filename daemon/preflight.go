@@ -34,13 +34,24 @@ type mountEntry struct {
 
 // mountAt returns the topmost mount at path, if any.
 func mountAt(path string) (mountEntry, bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return mountEntry{}, false
-	}
-	defer f.Close()
 	var found mountEntry
 	ok := false
+	eachMount(func(m mountEntry) {
+		if m.Point == path {
+			found, ok = m, true
+		}
+	})
+	return found, ok
+}
+
+// eachMount calls fn with each line of /proc/self/mountinfo, in order
+// (a mount comes after those it covers).
+func eachMount(fn func(mountEntry)) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -56,17 +67,15 @@ func mountAt(path string) (mountEntry, bool) {
 		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
 			continue
 		}
-		if unescape(fields[4]) == path {
-			found, ok = mountEntry{Point: path, FSType: fields[sep+1], Source: unescape(fields[sep+2])}, true
-			found.ID, _ = strconv.ParseUint(fields[0], 10, 64)
-			if maj, min, ok := strings.Cut(fields[2], ":"); ok {
-				ma, _ := strconv.ParseUint(maj, 10, 32)
-				mi, _ := strconv.ParseUint(min, 10, 32)
-				found.Dev = unix.Mkdev(uint32(ma), uint32(mi))
-			}
+		m := mountEntry{Point: unescape(fields[4]), FSType: fields[sep+1], Source: unescape(fields[sep+2])}
+		m.ID, _ = strconv.ParseUint(fields[0], 10, 64)
+		if maj, min, ok := strings.Cut(fields[2], ":"); ok {
+			ma, _ := strconv.ParseUint(maj, 10, 32)
+			mi, _ := strconv.ParseUint(min, 10, 32)
+			m.Dev = unix.Mkdev(uint32(ma), uint32(mi))
 		}
+		fn(m)
 	}
-	return found, ok
 }
 
 // unescape undoes mountinfo's octal escapes (\040 for a space).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -33,8 +34,13 @@ filesystem tree, the processes still in it keep working (still journaled),
 and the daemon closes the journal and exits when the last of them lets go.
 The command itself may run from inside the workspace.
 
-If no daemon answers, clear a stale mount left by one that died; with
---force, also detach a cowfs mount whose daemon hangs.`,
+If no daemon answers, clear a stale mount left by one that died. With --force,
+a daemon that does not answer within a few seconds (stopped, or hung) is cut
+off: its FUSE connection is aborted (/sys/fs/fuse/connections/N/abort, with
+fusectl mounted for it if need be) — whatever waits on the mount fails with
+ENOTCONN — and the mount is detached; the daemon's process is named, to be
+ended (it holds the journal until it exits). Without --force, a daemon that is
+slow to answer is waited for, and after a while the wait says so.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := workspaceArg(args); err != nil {
@@ -43,7 +49,7 @@ If no daemon answers, clear a stale mount left by one that died; with
 			return runUmount(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.force, "force", false, "detach the mount even if its daemon does not answer")
+	cmd.Flags().BoolVar(&opts.force, "force", false, "detach the mount even if its daemon does not answer: abort its FUSE connection")
 	cmd.Flags().BoolVar(&opts.lazy, "lazy", false, "detach a busy mount now; the daemon finishes when the last process using it lets go")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print what was done as JSON")
 	return cmd
@@ -61,7 +67,10 @@ func runUmount(opts umountOptions) error {
 	}
 	ctx, cancel := requestContext()
 	defer cancel()
-	st, err := c.Status(ctx)
+	st, err := umountStatus(ctx, c, loc, opts.force)
+	if errors.Is(err, errNoAnswer) {
+		return abortHung(loc)
+	}
 	if errors.Is(err, ctl.ErrNotRunning) {
 		cleared, uerr := daemon.Unmount(loc.Workspace, opts.force)
 		if uerr != nil {
@@ -116,6 +125,55 @@ func runUmount(opts umountOptions) error {
 			st.Mountpoint, st.Pid, holderLines(hs))
 		return printIf(opts.json, umountResult{Workspace: loc.Workspace, Mountpoint: st.Mountpoint, Pid: st.Pid, State: umountDetached})
 	}
+}
+
+// A daemon that hangs never answers: umount --force gives it
+// forceAnswerWait, then cuts it off; a plain umount waits, and says
+// after slowAnswer what --force would do.
+const (
+	forceAnswerWait = 3 * time.Second
+	slowAnswer      = 10 * time.Second
+)
+
+// errNoAnswer: the daemon did not answer in time.
+var errNoAnswer = errors.New("the daemon did not answer")
+
+// umountStatus asks the daemon of loc for its status, for umount.
+func umountStatus(ctx context.Context, c *ctl.Client, loc daemon.Location, force bool) (ctl.Status, error) {
+	if !force {
+		note := time.AfterFunc(slowAnswer, func() {
+			fmt.Fprintf(os.Stderr, "cowfs: the daemon of %s has not answered for %v; it may be busy (a long rollback) or hang (stopped?): '%s' cuts it off\n",
+				shown(loc.Workspace), slowAnswer, daemon.ShellCommand("cowfs", "umount", "--force", "-w", loc.Workspace))
+		})
+		defer note.Stop()
+		return c.Status(ctx)
+	}
+	sctx, cancel := context.WithTimeout(ctx, forceAnswerWait)
+	defer cancel()
+	st, err := c.Status(sctx)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return st, fmt.Errorf("%w in %v: %v", errNoAnswer, forceAnswerWait, err)
+	}
+	return st, err
+}
+
+// abortHung cuts off the daemon of loc, which does not answer: its FUSE
+// connection aborted, its mount detached (daemon.Abort).
+func abortHung(loc daemon.Location) error {
+	a, err := daemon.Abort(loc.Workspace)
+	if err != nil {
+		return fmt.Errorf("the daemon of %s did not answer in %v, and cutting it off failed: %w", shown(loc.Workspace), forceAnswerWait, err)
+	}
+	who := "its daemon"
+	if a.Pid != 0 {
+		who = fmt.Sprintf("its daemon (pid %d)", a.Pid)
+	}
+	fmt.Fprintf(os.Stderr, "cowfs: %s did not answer in %v: aborted FUSE connection %d and detached %s; whatever still used it gets ENOTCONN\n",
+		who, forceAnswerWait, a.Connection, shown(a.Mountpoint))
+	if a.Pid != 0 {
+		fmt.Fprintf(os.Stderr, "cowfs: daemon %d still runs and holds the journal until it exits; end it (kill -KILL %d: the journal survives a kill) before mounting again\n", a.Pid, a.Pid)
+	}
+	return nil
 }
 
 // busyError says who keeps the mountpoint busy, and what to do.
