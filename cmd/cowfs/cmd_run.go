@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
 )
 
@@ -110,7 +113,7 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 			if os.Getenv(sandboxEnv) != "" {
 				return runSandbox(opts, args)
 			}
-			return runRun()
+			return runRun(opts)
 		},
 	}
 	// Flags end at COMMAND: cowfs run ls -la works without "--".
@@ -127,7 +130,7 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 
 // runRun starts the sandbox, this command again in a private mount
 // namespace, and waits for it.
-func runRun() error {
+func runRun(opts runOptions) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -143,6 +146,7 @@ func runRun() error {
 	sb.Stdin, sb.Stdout, sb.Stderr = os.Stdin, os.Stdout, os.Stderr
 	sb.ExtraFiles = []*os.File{relay}
 	sb.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	started := time.Now()
 	err = sb.Start()
 	relay.Close()
 	if err != nil {
@@ -167,8 +171,42 @@ func runRun() error {
 	}
 	if ws.Signaled() {
 		fmt.Fprintf(os.Stderr, "cowfs run: the sandbox was killed by %v\n", ws.Signal())
+		if opts.turn {
+			endOrphanTurn(opts, started)
+		}
 	}
 	return exitStatus(statusOf(ws))
+}
+
+// endOrphanTurn ends the turn a sandbox killed (by the OOM killer, say)
+// left open, without a daemon: the sandbox ends its turn on every way
+// the command can end, but not on its own death. The turn is the
+// sandbox's if it is open and began after the sandbox started, with
+// the --id asked for: the sandbox held the journal's lock from before
+// its turn began until it died, so nobody else began one meanwhile.
+func endOrphanTurn(opts runOptions, started time.Time) {
+	err := callFor(true, func(ctx context.Context, c *ctl.Client) error {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		t := st.OpenTurn
+		if t == nil || t.BeganAt.Before(started) || (opts.id != "" && t.ID != opts.id) {
+			return nil
+		}
+		if _, err := c.EndTurn(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "cowfs run: ended turn %d, which the sandbox had begun\n", t.Num)
+		return nil
+	})
+	if err != nil {
+		ws := global.workspace
+		if ws == "" {
+			ws, _ = os.Getwd()
+		}
+		fmt.Fprintf(os.Stderr, "cowfs run: the turn the sandbox began may still be open (%v); %s ends it\n", err, daemon.EndTurnCommand(ws))
+	}
 }
 
 // reap waits for pid, and for any other child on the way: in a
