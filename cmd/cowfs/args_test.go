@@ -45,7 +45,8 @@ func TestArguments(t *testing.T) {
 		{[]string{"events", "1"}, exitUsage},
 		{[]string{"cat", "--at", "1"}, exitUsage},
 		{[]string{"cat", "f"}, exitUsage}, // --at is required
-		{[]string{"mount"}, exitUsage},
+		{[]string{"mount", "a", "b"}, exitUsage},
+		{[]string{"mount", "/elsewhere"}, exitUsage}, // and -w: two workspaces
 		{[]string{"mount", "--window", "0", "/nonexistent"}, exitUsage},
 		{[]string{"mount", "--max-nodes", "10", "/nonexistent"}, exitUsage},
 		{[]string{"diff"}, exitUsage},

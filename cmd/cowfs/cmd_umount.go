@@ -88,7 +88,7 @@ func runUmount(opts umountOptions) error {
 	m, isMounted := daemon.CowfsMount(st.Mountpoint)
 	if isMounted && !opts.lazy {
 		if hs := m.Holders(); len(hs) > 0 {
-			return busyError(st.Mountpoint, hs, false)
+			return busyError(loc.Workspace, st.Mountpoint, hs, false)
 		}
 	}
 	if err := c.Shutdown(ctx); err != nil {
@@ -119,7 +119,7 @@ func runUmount(opts umountOptions) error {
 			continue // the last one just left; the daemon is finishing
 		}
 		if !opts.lazy {
-			return busyError(st.Mountpoint, hs, true)
+			return busyError(loc.Workspace, st.Mountpoint, hs, true)
 		}
 		fmt.Fprintf(os.Stderr, "cowfs: detached %s; daemon %d closes the journal and exits when these processes let go:\n%s",
 			st.Mountpoint, st.Pid, holderLines(hs))
@@ -177,13 +177,13 @@ func abortHung(loc daemon.Location) error {
 }
 
 // busyError says who keeps the mountpoint busy, and what to do.
-func busyError(mnt string, hs []daemon.Holder, detached bool) error {
+func busyError(ws, mnt string, hs []daemon.Holder, detached bool) error {
 	what := "nothing was unmounted"
 	if detached {
 		what = "they came in as it was unmounted: it is detached, and the daemon exits when they let go"
 	}
-	return codedError{fmt.Errorf("%s is in use; %s:\n%sleave it (cd elsewhere) or end them and run 'cowfs umount' again, or 'cowfs umount --lazy' to detach it now",
-		mnt, what, holderLines(hs)), exitBusy}
+	return codedError{fmt.Errorf("%s is in use; %s:\n%sleave it (cd elsewhere) or end them and run '%s' again, or '%s' to detach it now",
+		mnt, what, holderLines(hs), daemon.UmountCommand(ws), daemon.ShellCommand("cowfs", "umount", "--lazy", "-w", ws)), exitBusy}
 }
 
 // holderLines lists holders, one a line, names escaped.
