@@ -46,7 +46,6 @@ func TestArguments(t *testing.T) {
 		{[]string{"cat", "--at", "1"}, exitUsage},
 		{[]string{"cat", "f"}, exitUsage}, // --at is required
 		{[]string{"mount", "a", "b"}, exitUsage},
-		{[]string{"mount", "/elsewhere"}, exitUsage}, // and -w: two workspaces
 		{[]string{"mount", "--window", "0", "/nonexistent"}, exitUsage},
 		{[]string{"mount", "--max-nodes", "10", "/nonexistent"}, exitUsage},
 		{[]string{"diff"}, exitUsage},

@@ -44,9 +44,9 @@ func newMountCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mount [flags] WORKSPACE",
 		Short: "Mount cowfs over a workspace and journal every change to it",
-		Long: `Mount cowfs over WORKSPACE (or -w WORKSPACE, as other commands take it), in
-place: the agent's paths do not change. With --mountpoint the view appears at
-DIR instead and WORKSPACE is only the backing directory.
+		Long: `Mount cowfs over WORKSPACE (without it, over -w WORKSPACE, as other commands
+take it), in place: the agent's paths do not change. With --mountpoint the view
+appears at DIR instead and WORKSPACE is only the backing directory.
 
 The daemon runs in the foreground until SIGINT or SIGTERM, or until
 'cowfs umount WORKSPACE'; then it unmounts and closes the journal. With
@@ -80,16 +80,13 @@ running (else exit 2).`,
 	return cmd
 }
 
-// mountedWorkspace is the workspace mount was given: WORKSPACE or, as
-// every other command takes it, -w. One is needed — a mount over the
-// current directory by default would catch a mistyped command — and
-// two must agree.
+// mountedWorkspace is the workspace mount was given: WORKSPACE, else,
+// as every other command takes it, -w. One is needed: a mount over the
+// current directory by default would catch a mistyped command.
 func mountedWorkspace(args []string) (string, error) {
 	switch {
 	case len(args) == 1 && args[0] == "":
 		return "", usageError{fmt.Errorf("WORKSPACE %w", errEmptyPath)}
-	case len(args) == 1 && global.workspace != "" && global.workspace != args[0]:
-		return "", usageError{fmt.Errorf("two workspaces: %s and -w %s", shown(args[0]), shown(global.workspace))}
 	case len(args) == 1:
 		return args[0], nil
 	case global.workspace != "":
