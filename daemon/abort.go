@@ -23,7 +23,8 @@ import (
 // every one after with ENOTCONN. The mount is then detached as a stale
 // one is. The daemon's process is left alone — it still holds the
 // journal until it exits — and named, from the pid its journal's lock
-// holds, for whoever decides to end it.
+// holds, for whoever decides to end it: a daemon that goes on finds its
+// connection gone, closes the journal and exits as after an unmount.
 
 // fuseConnections is where fusectl is mounted.
 const fuseConnections = "/sys/fs/fuse/connections"

@@ -171,7 +171,7 @@ func abortHung(loc daemon.Location) error {
 	fmt.Fprintf(os.Stderr, "cowfs: %s did not answer in %v: aborted FUSE connection %d and detached %s; whatever still used it gets ENOTCONN\n",
 		who, forceAnswerWait, a.Connection, shown(a.Mountpoint))
 	if a.Pid != 0 {
-		fmt.Fprintf(os.Stderr, "cowfs: daemon %d still runs and holds the journal until it exits; end it (kill -KILL %d: the journal survives a kill) before mounting again\n", a.Pid, a.Pid)
+		fmt.Fprintf(os.Stderr, "cowfs: daemon %d holds the journal until it exits: if it was stopped, 'kill -CONT %d' lets it finish and exit; if it hangs, 'kill -KILL %d' ends it (the journal survives a kill)\n", a.Pid, a.Pid, a.Pid)
 	}
 	return nil
 }
