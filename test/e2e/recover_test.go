@@ -236,3 +236,31 @@ func TestPurgeFindsMovedJournal(t *testing.T) {
 		t.Errorf("the journal at %s after purge: %v", jdir, err)
 	}
 }
+
+// What the state directory records as the journal is removed only if
+// it still is one: a directory put there since is named and left alone,
+// and --journal removes it if asked.
+func TestPurgeLeavesRecordedNonJournal(t *testing.T) {
+	w := newWorkspace(t)
+	jdir := filepath.Join(t.TempDir(), "journal")
+	w.mount("--journal", jdir)
+	w.umount()
+	if err := os.RemoveAll(jdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(jdir, "precious"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	w.wantRefused(1, []string{jdir, "--journal " + jdir}, "purge")
+	if _, err := os.Stat(filepath.Join(jdir, "precious")); err != nil {
+		t.Fatalf("a refused purge removed what the record names: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, ".cowfs")); err != nil {
+		t.Errorf("a refused purge removed the private directory: %v", err)
+	}
+	w.cowfs("purge", "--journal", jdir)
+	if _, err := os.Stat(jdir); !os.IsNotExist(err) {
+		t.Errorf("purge --journal %s left it: %v", jdir, err)
+	}
+}
