@@ -217,8 +217,8 @@ func (s *service) Purge(ctx context.Context) (ctl.Purged, error) {
 			for _, h := range hs {
 				who = append(who, h.String())
 			}
-			return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "processes use %s, so it stays mounted and its journal kept: %s",
-				d.opts.Mountpoint, strings.Join(who, "; "))
+			return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "processes use %s, so it stays mounted and its journal kept: %s; leave it (cd elsewhere) or end them, then purge again: %s",
+				d.opts.Mountpoint, strings.Join(who, "; "), ShellCommand("cowfs", "purge", "--stop", "-w", d.opts.Workspace))
 		}
 	}
 	// Wait (main goroutine) releases the rest only once this is done,
