@@ -73,7 +73,12 @@ socket serves while it runs, for a harness to begin and end turns and roll
 back.
 
 With --turn the whole command is one turn, begun before it starts and ended
-after it exits, whatever its status: a one-shot agent gets a turn per run.
+after it exits, whatever its status: a one-shot agent gets a turn per run. It
+is ended however the run ends: the command fails, a signal kills it, cowfs run
+is sent SIGTERM, SIGINT or SIGHUP (forwarded to the command), the command
+cannot be started (126, 127); if the sandbox process itself is killed, cowfs
+run ends the turn without a daemon. (Only if cowfs run is killed as well is it
+left open: 'cowfs turn end -w WORKSPACE' ends it, with or without a daemon.)
 
 Turns are COMMAND's: a change made during a turn by a process that is not
 COMMAND or descended from it (one that entered the namespace with nsenter,
