@@ -107,7 +107,11 @@ var ErrEmptyPath = errors.New("an empty path names no workspace")
 
 // canonical returns path absolute with symlinks resolved. The last
 // component is kept as it is if it cannot be resolved (a stale mount
-// answers ENOTCONN). An empty path is refused (ErrEmptyPath).
+// answers ENOTCONN), or if it is a mount point: that is no symlink (the
+// kernel resolved any when it mounted), and looking at it would ask the
+// filesystem mounted there — a FUSE daemon that hangs would never
+// answer, and the command meant to cut it off (umount --force) would
+// hang with it. An empty path is refused (ErrEmptyPath).
 func canonical(path string) (string, error) {
 	if path == "" {
 		return "", ErrEmptyPath
@@ -115,6 +119,11 @@ func canonical(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		if p := filepath.Join(dir, filepath.Base(abs)); isMountPoint(p) {
+			return p, nil
+		}
 	}
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		return r, nil

@@ -44,6 +44,12 @@ func mountAt(path string) (mountEntry, bool) {
 	return found, ok
 }
 
+// isMountPoint reports whether something is mounted at path.
+func isMountPoint(path string) bool {
+	_, ok := mountAt(path)
+	return ok
+}
+
 // eachMount calls fn with each line of /proc/self/mountinfo, in order
 // (a mount comes after those it covers).
 func eachMount(fn func(mountEntry)) {

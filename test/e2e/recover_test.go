@@ -169,11 +169,15 @@ func TestRunTurnEndsOnEveryExit(t *testing.T) {
 
 // umount --force detaches a cowfs mount whose daemon hangs — here
 // stopped with SIGSTOP — by aborting its FUSE connection, rather than
-// waiting for a status reply that never comes.
+// waiting for a status reply that never comes. A file was just created
+// in the workspace's root, so the kernel no longer trusts what it
+// cached of the root: anything that looks at the mountpoint itself
+// would wait on the daemon.
 func TestUmountForceAbortsHungDaemon(t *testing.T) {
 	w := newWorkspace(t)
 	w.mount()
 	pid := w.status().Pid
+	w.sh("echo x > new")
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
