@@ -117,16 +117,7 @@ func (h ClaudeHook) prompt(ctx context.Context, in ClaudeInput) Result {
 // block refuses the prompt: a turn could not begin, and changes the
 // agent made would belong to no turn.
 func (h ClaudeHook) block(err error) Result {
-	var why string
-	switch {
-	case errors.Is(err, ctl.ErrNotRunning):
-		why = fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d %s (or take the hooks out: %s -w %s integrate claude-code --remove).",
-			h.Workspace, h.Cowfs, h.Workspace, h.Cowfs, h.Workspace)
-	case errors.Is(err, ErrForeignTurn):
-		why = err.Error() + "."
-	default:
-		why = fmt.Sprintf("no turn could begin: %v. See '%s -w %s status'.", err, h.Cowfs, h.Workspace)
-	}
+	why := refusal(err, h.Cowfs, h.Workspace, "claude-code")
 	out, _ := json.Marshal(map[string]any{"decision": "block", "reason": "cowfs: " + why})
 	return Result{Stdout: out, Stderr: "cowfs: " + why + "\n"}
 }

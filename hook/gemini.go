@@ -146,16 +146,7 @@ func (h GeminiHook) prompt(ctx context.Context, in GeminiInput) Result {
 // deny refuses the prompt: no turn could begin, and the agent's changes
 // would belong to none.
 func (h GeminiHook) deny(err error) Result {
-	var why string
-	switch {
-	case errors.Is(err, ctl.ErrNotRunning):
-		why = fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d %s (or take the hooks out: %s -w %s integrate gemini --remove).",
-			h.Workspace, h.Cowfs, h.Workspace, h.Cowfs, h.Workspace)
-	case errors.Is(err, ErrForeignTurn):
-		why = err.Error() + "."
-	default:
-		why = fmt.Sprintf("no turn could begin: %v. See '%s -w %s status'.", err, h.Cowfs, h.Workspace)
-	}
+	why := refusal(err, h.Cowfs, h.Workspace, "gemini")
 	out, _ := json.Marshal(geminiAnswer{Decision: "deny", Reason: "cowfs: " + why})
 	return Result{Stdout: out}
 }

@@ -216,3 +216,21 @@ func (n noDaemon) BeginStep(context.Context, ctl.StepRequest) (ctl.StepStarted, 
 	return ctl.StepStarted{}, n.err
 }
 func (n noDaemon) Markers(context.Context) (ctl.MarkerList, error) { return ctl.MarkerList{}, n.err }
+
+// refusal says why a prompt is refused when its turn could not begin
+// (err, from Begin), and what to do: mount the workspace, end the turn
+// someone else left open, or look at the daemon. cowfs is the binary's
+// path and agent the AGENT of 'cowfs integrate AGENT', for the commands
+// it names.
+func refusal(err error, cowfs, ws, agent string) string {
+	qcowfs, qws := shellQuote(cowfs), shellQuote(ws)
+	switch {
+	case errors.Is(err, ctl.ErrNotRunning):
+		return fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d %s (or take the hooks out: %s -w %s integrate %s --remove).",
+			ws, qcowfs, qws, qcowfs, qws, agent)
+	case errors.Is(err, ErrForeignTurn):
+		return err.Error() + "."
+	default:
+		return fmt.Sprintf("no turn could begin: %v. See '%s -w %s status'.", err, qcowfs, qws)
+	}
+}

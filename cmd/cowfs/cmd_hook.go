@@ -69,32 +69,57 @@ const hookTimeout = 20 * time.Second
 
 func runHookClaude(opts hookOptions, event string) {
 	in, inErr := hook.ReadClaudeInput(os.Stdin)
-	h := hook.ClaudeHook{Cowfs: executable(), Workspace: global.workspace}
-	if h.Workspace == "" {
-		h.Workspace, _ = os.Getwd()
+	env := newHookEnv("claude-code", hook.ClaudeTurnPrefix, opts)
+	defer env.cancel()
+	h := hook.ClaudeHook{Cowfs: executable(), Workspace: env.workspace, Turns: env.turns, Agent: env.scope}
+	env.finish(h.Run(env.ctx, event, in), inErr)
+}
+
+// hookEnv is what one run of 'cowfs hook AGENT EVENT' finds: the
+// workspace, its daemon (a stand-in that answers "no daemon" if none
+// serves it), where delivered markers are remembered, and the agent
+// scope its turns get.
+type hookEnv struct {
+	agent     string // the AGENT of 'cowfs hook AGENT'
+	workspace string
+	client    *ctl.Client // nil with no daemon
+	turns     hook.Turns
+	scope     *ctl.AgentScope
+	ctx       context.Context
+	cancel    context.CancelFunc
+}
+
+func newHookEnv(agent, prefix string, opts hookOptions) hookEnv {
+	env := hookEnv{agent: agent, workspace: global.workspace}
+	if env.workspace == "" {
+		env.workspace, _ = os.Getwd()
 	}
+	env.ctx, env.cancel = context.WithTimeout(context.Background(), hookTimeout)
 	loc, err := located()
-	var res hook.Result
 	if err != nil {
-		h.Turns = hook.Turns{Daemon: hook.NoDaemon(err), Prefix: hook.ClaudeTurnPrefix}
-		res = h.Run(context.Background(), event, in)
-	} else {
-		h.Workspace = loc.Workspace
-		h.Turns = hook.Turns{Daemon: ctl.NewClient(loc.Socket()), Prefix: hook.ClaudeTurnPrefix}
-		if fi, err := os.Stat(loc.Dir); err == nil && fi.IsDir() {
-			h.Turns.Delivered = filepath.Join(loc.Dir, deliveredFile("claude-code"))
-		}
-		if opts.agentScope == scopeAgentCLI {
-			if pid := hook.AgentProcess(); pid != 0 {
-				h.Agent = &ctl.AgentScope{Pids: []uint32{pid}}
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
-		res = h.Run(ctx, event, in)
-		cancel()
+		env.turns = hook.Turns{Daemon: hook.NoDaemon(err), Prefix: prefix}
+		return env
 	}
+	env.workspace = loc.Workspace
+	env.client = ctl.NewClient(loc.Socket())
+	env.turns = hook.Turns{Daemon: env.client, Prefix: prefix}
+	if fi, err := os.Stat(loc.Dir); err == nil && fi.IsDir() {
+		env.turns.Delivered = filepath.Join(loc.Dir, deliveredFile(agent))
+	}
+	if opts.agentScope == scopeAgentCLI {
+		if pid := hook.AgentProcess(); pid != 0 {
+			env.scope = &ctl.AgentScope{Pids: []uint32{pid}}
+		}
+	}
+	return env
+}
+
+// finish answers the agent CLI: res's JSON on standard output, its
+// message (and a hook input that could not be read) on standard error.
+// The exit status stays 0: a hook must not stop the agent.
+func (env hookEnv) finish(res hook.Result, inErr error) {
 	if inErr != nil {
-		res.Stderr = fmt.Sprintf("cowfs hook claude-code: %v\n", inErr) + res.Stderr
+		res.Stderr = fmt.Sprintf("cowfs hook %s: %v\n", env.agent, inErr) + res.Stderr
 	}
 	os.Stdout.Write(res.Stdout)
 	fmt.Fprint(os.Stderr, res.Stderr)

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/hook"
 )
 
@@ -52,35 +49,11 @@ agent); --agent-scope mount leaves it to the mount's default.`,
 
 func runHookGemini(opts hookOptions, event string) {
 	in, inErr := hook.ReadGeminiInput(os.Stdin)
-	h := hook.GeminiHook{Cowfs: executable(), Workspace: global.workspace}
-	if h.Workspace == "" {
-		h.Workspace, _ = os.Getwd()
+	env := newHookEnv("gemini", hook.GeminiTurnPrefix, opts)
+	defer env.cancel()
+	h := hook.GeminiHook{Cowfs: executable(), Workspace: env.workspace, Turns: env.turns, Agent: env.scope}
+	if env.client != nil {
+		h.Window = env.client
 	}
-	loc, err := located()
-	var res hook.Result
-	if err != nil {
-		h.Turns = hook.Turns{Daemon: hook.NoDaemon(err), Prefix: hook.GeminiTurnPrefix}
-		res = h.Run(context.Background(), event, in)
-	} else {
-		c := ctl.NewClient(loc.Socket())
-		h.Workspace = loc.Workspace
-		h.Turns = hook.Turns{Daemon: c, Prefix: hook.GeminiTurnPrefix}
-		h.Window = c
-		if fi, err := os.Stat(loc.Dir); err == nil && fi.IsDir() {
-			h.Turns.Delivered = filepath.Join(loc.Dir, deliveredFile("gemini"))
-		}
-		if opts.agentScope == scopeAgentCLI {
-			if pid := hook.AgentProcess(); pid != 0 {
-				h.Agent = &ctl.AgentScope{Pids: []uint32{pid}}
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
-		res = h.Run(ctx, event, in)
-		cancel()
-	}
-	if inErr != nil {
-		res.Stderr = fmt.Sprintf("cowfs hook gemini: %v\n", inErr) + res.Stderr
-	}
-	os.Stdout.Write(res.Stdout)
-	fmt.Fprint(os.Stderr, res.Stderr)
+	env.finish(h.Run(env.ctx, event, in), inErr)
 }

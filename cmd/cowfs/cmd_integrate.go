@@ -189,3 +189,20 @@ func outsideTurns(ctx context.Context, c *ctl.Client, loc daemon.Location) (stri
 	}
 	return view, true, nil
 }
+
+// printRewound prints a rewind: all of it (whole) as JSON, or its
+// rollback rb as 'cowfs rollback' prints it, for the caller to say next
+// how to resume the conversation. done: nothing more is to be printed.
+func printRewound(opts rollbackOptions, whole any, rb ctl.RollbackResult) (done bool, err error) {
+	if opts.json {
+		if err := printJSON(whole); err != nil {
+			return true, err
+		}
+		if !rb.Complete {
+			return true, errPartial
+		}
+		return true, nil
+	}
+	opts.json = false
+	return false, printRollback(opts, rb)
+}

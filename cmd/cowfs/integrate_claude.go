@@ -86,18 +86,7 @@ func runRewindClaude(opts integrateOptions) error {
 	loc, _ := located()
 	res.Resume.Command = res.Resume.ClaudeResume.Command()
 	res.Resume.Dir = loc.Workspace
-	if opts.rollback.json {
-		if err := printJSON(res); err != nil {
-			return err
-		}
-		if !res.Rollback.Complete {
-			return errPartial
-		}
-		return nil
-	}
-	quiet := opts.rollback
-	quiet.json = false
-	if err := printRollback(quiet, res.Rollback); err != nil {
+	if done, err := printRewound(opts.rollback, res, res.Rollback); done || err != nil {
 		return err
 	}
 	then := "Now truncate the conversation to match, in " + shownPath(ctl.Path(loc.Workspace)) + ":"

@@ -99,18 +99,7 @@ func runRewindGemini(opts integrateOptions) error {
 	loc, _ := located()
 	res.Resume.Command = res.Resume.GeminiResume.Command()
 	res.Resume.Dir = loc.Workspace
-	if opts.rollback.json {
-		if err := printJSON(res); err != nil {
-			return err
-		}
-		if !res.Rollback.Complete {
-			return errPartial
-		}
-		return nil
-	}
-	quiet := opts.rollback
-	quiet.json = false
-	if err := printRollback(quiet, res.Rollback); err != nil {
+	if done, err := printRewound(opts.rollback, res, res.Rollback); done || err != nil {
 		return err
 	}
 	switch {
