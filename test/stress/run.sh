@@ -6,23 +6,34 @@
 # then rollbacks across the stressed turns, compared with copies taken
 # at each turn's start. Any verification error or difference fails.
 #
-# Usage: test/stress/run.sh [--long] [--keep]
+# Usage: test/stress/run.sh [--long] [--keep] [--only STAGE,...]
 #   --long  hundreds of thousands of fsx operations, larger fio jobs,
 #           every stressor of stress-ng's filesystem class for 30 s
 #   --keep  leave the scratch directory (logs, copies) behind
+#   --only  run only these stages (fsx, fio, stress-ng), then their
+#           rollbacks
 # Needs root, /dev/fuse, go, fio and stress-ng (apt-get install fio
-# stress-ng). The short form takes a few minutes.
+# stress-ng). The short form takes a few minutes. Exits 0 only when
+# every stage and every rollback passed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-long=0 keep=0
-for a in "$@"; do
-	case $a in
+long=0 keep=0 only=fsx,fio,stress-ng
+usage() { echo "usage: $0 [--long] [--keep] [--only STAGE,...]" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case $1 in
 	--long) long=1 ;;
 	--keep) keep=1 ;;
-	*) echo "usage: $0 [--long] [--keep]" >&2; exit 2 ;;
+	--only) [ $# -gt 1 ] || usage; only=$2; shift ;;
+	*) usage ;;
 	esac
+	shift
+done
+stage() { case ,$only, in *,$1,*) return 0 ;; esac; return 1; }
+for s in ${only//,/ }; do
+	case $s in fsx | fio | stress-ng) ;; *) echo "$0: no stage $s" >&2; usage ;; esac
 done
 for tool in fio stress-ng; do
+	stage $tool || continue
 	command -v $tool >/dev/null || { echo "$0: $tool is not installed" >&2; exit 2; }
 done
 
@@ -78,7 +89,9 @@ else
 	ops=5000 fiosize=16M sngtime=2
 fi
 
-inturn fsx "$scratch/fsx" -dir "$ws/fsx" -files 4 -ops $ops -size $((1 << 20))
+if stage fsx; then
+	inturn fsx "$scratch/fsx" -dir "$ws/fsx" -files 4 -ops $ops -size $((1 << 20))
+fi
 
 fio_job() { # fio_job NAME ENGINE [fio options]
 	local name=$1 engine=$2; shift 2
@@ -92,7 +105,7 @@ fio_all() {
 		fio_job libaio libaio --direct=1 --iodepth=16 &&
 		fio_job mmap mmap
 }
-inturn fio fio_all
+if stage fio; then inturn fio fio_all; fi
 
 if [ $long = 1 ]; then
 	sng=(--class filesystem --sequential 2)
@@ -108,7 +121,7 @@ sng_run() {
 		--log-file "$scratch/stress-ng.log" --metrics-brief >/dev/null
 	! grep -qi "verif.*fail\|fail.*verif" "$scratch/stress-ng.log"
 }
-inturn stress-ng sng_run
+if stage stress-ng; then inturn stress-ng sng_run; fi
 
 # Rollbacks across the stressed turns, each compared with its copy:
 # content, types, modes, owners and link targets of every path.
