@@ -76,6 +76,8 @@ inturn() { # inturn NAME COMMAND...: one turn, with steps under it
 	cowfs turn begin --id "$name" >/dev/null
 	steps & stepper=$!
 	local rc=0
+	# set -e does not reach into "$@" here (it runs as the left side of
+	# ||), so each stage returns its tools' failures itself.
 	"$@" || rc=$?
 	kill $stepper; wait $stepper 2>/dev/null || true; stepper=
 	cowfs turn end >/dev/null
@@ -94,11 +96,15 @@ if stage fsx; then
 fi
 
 fio_job() { # fio_job NAME ENGINE [fio options]
-	local name=$1 engine=$2; shift 2
+	local name=$1 engine=$2 rc=0; shift 2
 	fio --name="$name" --directory="$ws/fio" --ioengine="$engine" --rw=randrw --bs=4k \
 		--size=$fiosize --numjobs=2 --verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--verify_backlog=1024 --verify_state_save=0 --output="$scratch/fio-$name.log" "$@"
-	! grep -q 'verify.*bad\|verify failed\|err= *[1-9]' "$scratch/fio-$name.log"
+		--verify_backlog=1024 --verify_state_save=0 --output="$scratch/fio-$name.log" "$@" || rc=$?
+	if [ $rc != 0 ]; then echo "fio $name exited $rc" >&2; return $rc; fi
+	if grep -q 'verify.*bad\|verify failed\|err= *[1-9]' "$scratch/fio-$name.log"; then
+		echo "fio $name: errors in $scratch/fio-$name.log" >&2
+		return 1
+	fi
 }
 fio_all() {
 	fio_job psync psync &&
@@ -116,10 +122,17 @@ else
 		--open 1 --touch 1 --filename 1 --mknod 1 --fsize 1 --sync-file 1 --lockf 1 --flock 1)
 fi
 sng_run() {
-	mkdir -p "$ws/sng"
+	local rc=0
+	mkdir -p "$ws/sng" || return
 	stress-ng "${sng[@]}" --verify --timeout $sngtime --temp-path "$ws/sng" \
-		--log-file "$scratch/stress-ng.log" --metrics-brief >/dev/null
-	! grep -qi "verif.*fail\|fail.*verif" "$scratch/stress-ng.log"
+		--log-file "$scratch/stress-ng.log" --metrics-brief >/dev/null || rc=$?
+	# Any status but 0 fails: 2 is a stressor that failed, 3 one that
+	# ran out of resources, 4 one not implemented here.
+	if [ $rc != 0 ]; then echo "stress-ng exited $rc (log: $scratch/stress-ng.log)" >&2; return $rc; fi
+	if grep -qi "verif.*fail\|fail.*verif" "$scratch/stress-ng.log"; then
+		echo "stress-ng: verification failures in $scratch/stress-ng.log" >&2
+		return 1
+	fi
 }
 if stage stress-ng; then inturn stress-ng sng_run; fi
 
