@@ -8,10 +8,11 @@ import (
 // Work a FUSE callback must not wait for and that need not happen at
 // once: closing a forgotten node's descriptor, freeing an aside entry
 // nothing uses any more. A goroutine for each (apart) woke a runtime
-// thread for each — about 3,000 wake-ups, each a hypercall on this VM,
-// in an untar, git commit and rm -rf of src/crypto. Instead the work
-// queues, and one goroutine runs what has queued laterDelay after the
-// first of a batch: a burst of forgotten nodes costs one wake-up.
+// thread for each, thousands in an untar, a git commit or an rm -rf,
+// where waking a thread is one of the dearest things a request does.
+// Instead the work queues, and one goroutine runs what has queued
+// laterDelay after the first of a batch: a burst of forgotten nodes
+// costs one wake-up.
 
 const laterDelay = 5 * time.Millisecond
 

@@ -17,7 +17,7 @@ const eventBatch = 2048
 // the record log like every record (wal.go), eventBatch to an entry: a
 // write(2) each, with Badger's work left to the log's applier instead
 // of a transaction committed, and waited for, per megabyte of events
-// (a 25,000-path rollback spent 0.6 s there before answering). Entries
+// (which made large rollbacks wait before they answered). Entries
 // are logged in sequence order, so a follower never sees a later event
 // before an earlier one. What waits for Badger stays bounded: past
 // four applier batches pending, the log is applied before more events

@@ -9,10 +9,10 @@ import (
 // chunkFilter answers "may the index hold chunk h?" without a Badger
 // transaction. Deduplication asks it for every chunk a pre-image is cut
 // into, and nearly every answer is no: a new 4 KiB range of a file is
-// new content. Asking Badger cost about 11 µs a chunk, most of it two
-// hand-offs to Badger's watermark goroutine (a read transaction's begin
-// and end), each a wake-up; random 4 KiB writes paid it on every write
-// to a range not yet captured.
+// new content. Asking Badger is a read transaction, whose begin and
+// end are two hand-offs to Badger's watermark goroutine, each a
+// wake-up; random 4 KiB writes paid them on every write to a range not
+// yet captured.
 //
 // It is a Bloom filter over the chunk hashes (SHA-256: their bits are
 // already uniform, so the probe positions are taken from them), grown

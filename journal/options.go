@@ -72,27 +72,25 @@ func (o Options) window() int {
 //     themselves), and tables of 512 KiB at every level. What Badger
 //     holds in memory beyond its memtables is table builders — each
 //     holds the table it builds — which it keeps pooled after use, eight
-//     at most, and compactions run up to thirteen at once: with 8 MiB
-//     memtables and 2 MiB tables growing per level they held 30-55 MiB
-//     through a large turn and its rollback, with 4 MiB and 1 MiB at
-//     every level 36 MiB in a rollback of 114,000 records, with these
-//     17 MiB (appends cost the same: 2.7 µs a record, 34 µs a 4 KiB
-//     pre-image, BenchmarkAppend*);
+//     at most, and compactions run up to thirteen at once, so the
+//     builders' memory follows the table size: larger memtables and
+//     tables growing per level held several times as much through a
+//     large turn and its rollback, and these cost appends nothing
+//     (BenchmarkAppend*; docs/performance.md has the figures);
 //   - values up to 64 KiB stay in the LSM tree, whose compactions drop
 //     deleted keys and give their space back. Badger's value log does
 //     not: it reclaims a file only when compactions have reported its
-//     values discarded, and never the file it is writing (measured: 36
-//     turns of 4 MiB each grew it to 144 MiB with a window of 10). Only
+//     values discarded, and never the file it is writing, so with a
+//     window of 10 it grew with every turn. Only
 //     a record of a pre-image over ~600 MiB or a part of a rollback's
 //     plan reaches it, in files of 16 MiB so garbage collection can
 //     take them in small steps;
 //   - no compression of the LSM tree's blocks, and so no block cache
-//     (Badger reads blocks from its mapped tables). Snappy took a third
-//     of the space (records repeat paths and command names: 7 MiB for a
-//     turn of 30,000 records and its rollback, against 13 MiB without),
-//     but each table builder then held the compressed copy of every
-//     block beside the block: 42 MiB of builders against 16 MiB
-//     without, in that rollback. The daemon's memory is bounded; a few
+//     (Badger reads blocks from its mapped tables). Snappy saved disk
+//     (records repeat paths and command names), but each table builder
+//     then held the compressed copy of every block beside the block,
+//     more than doubling the builders' memory in a large rollback. The
+//     daemon's memory is bounded; a few
 //     MiB of disk per 10,000 changes is not what the journal's size is
 //     made of (content is).
 func badgerOptions(dir string, o Options) badger.Options {

@@ -6,10 +6,9 @@ import "sync"
 // content captured again and again — a database's empty pages, a file
 // of repeated blocks — costs one Badger read per chunk, not one per
 // capture. The chunk filter (filter.go) answers for new content; this
-// answers for old. In the bench's random writes, whose file repeats 32
-// distinct 4 KiB blocks, nearly every capture was a dedup hit and its
-// Badger read transaction (two hand-offs to Badger's watermark
-// goroutine) ~8% of the daemon's samples.
+// answers for old. When a file repeats a few distinct blocks, nearly
+// every capture is a dedup hit, and each would otherwise cost a Badger
+// read transaction (two hand-offs to Badger's watermark goroutine).
 //
 // Remembering a chunk is only right while it stays in the index. Index
 // entries leave only in dropRecords, under j.content held exclusively;

@@ -15,8 +15,8 @@ import (
 
 // Badger reads its tables through memory mappings, and the pages of
 // them that a scan or a lookup touched stay in the daemon's resident
-// set for as long as the table lives: a rollback of 114,000 records kept
-// 36 MiB of them, as much as the daemon's whole heap. They are the
+// set for as long as the table lives: a large rollback kept tens of
+// MiB of them, as much as the daemon's whole heap. They are the
 // kernel's page cache, mapped; the resident set is what the daemon is
 // held to (128 MiB), so the journal keeps them in check: every 250 ms,
 // and every trimScanEvery records a long scan reads, it looks at how

@@ -22,15 +22,15 @@ import (
 //
 // A Badger commit hands the transaction to Badger's writer goroutine
 // and waits for it, and its oracle's watermarks, to come back: four
-// goroutine wake-ups per record, each a hypercall on a small VM, and
-// with one FUSE reader serving requests inline, every record waited
-// for them. So Append writes its record — the record, its chunk
-// references, the index entries of chunks it stored — as one entry
-// with write(2) to the log file "log.NNNNNNNNNNNNNNNN" beside Badger,
-// and returns: the entry is in the kernel's page cache and survives a
-// kill -9 of the daemon, as a Badger commit did (with Options.Sync it
-// is fdatasync'd first, as Badger's commit was). Invariant 1 holds as
-// before: the change proceeds only once its record is that durable.
+// goroutine wake-ups per record, and with one FUSE reader serving
+// requests inline, every record waited for them. So Append writes its
+// record — the record, its chunk references, the index entries of
+// chunks it stored — as one entry with write(2) to the log file
+// "log.NNNNNNNNNNNNNNNN" beside Badger, and returns: the entry is in
+// the kernel's page cache and survives a kill -9 of the daemon, as a
+// Badger commit did (with Options.Sync it is fdatasync'd first, as
+// Badger's commit was). Invariant 1 holds as before: the change
+// proceeds only once its record is that durable.
 //
 // The log's entries reach Badger in batches — many records per
 // transaction — from a goroutine of their own, woken when enough are

@@ -8,8 +8,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// packed holds a plan's steps while they run. A plan of 150,000 steps
-// is 22 MB as a []Step, held from its first step to its last while the
+// packed holds a plan's steps while they run. A large plan as a []Step
+// is tens of megabytes, held from its first step to its last while the
 // undo log's records stream into Badger beside it (issue #15: the
 // daemon's resident set is bounded at 128 MiB). Packed, they are
 // encoded (appendStep: exact for any bytes a name holds, which JSON is

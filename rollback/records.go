@@ -8,11 +8,11 @@ const recordWindow = 512
 // records reads the whole records a run's steps undo (the plan holds
 // only what planning needs: rec.go). Steps run newest first, so rather
 // than a lookup per step — a Badger transaction and a search through
-// every table for each, 29 µs apiece over 100,000 steps — records reads
-// the recordWindow records at and below a step's in one reverse scan
-// and serves the next steps from them. A step out of that order (a
-// record above the window) is looked up alone, so an order the plan
-// did not promise costs no more than before.
+// every table for each — records reads the recordWindow records at and
+// below a step's in one reverse scan and serves the next steps from
+// them. A step out of that order (a record above the window) is looked
+// up alone, so an order the plan did not promise costs no more than
+// before.
 type records struct {
 	window map[uint64]*journal.Record
 	lo     uint64 // the window read reaches down to lo
