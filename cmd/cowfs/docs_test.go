@@ -77,41 +77,52 @@ type docLine struct {
 	text string
 }
 
-var codeSpan = regexp.MustCompile("`([^`\n]+)`")
+var codeSpan = regexp.MustCompile("`([^`]+)`")
 
 // docCommandLines returns the lines of md's fenced code blocks, joined
-// where they end in a backslash, and its code spans that begin with cowfs.
+// where they end in a backslash, and the code spans of its prose that
+// begin with cowfs (found per paragraph, since a span may wrap).
 func docCommandLines(md string) []docLine {
 	var out []docLine
 	inBlock := false
-	var pending *docLine
+	continued := false // the last block line ended in a backslash
+	para, paraLine := "", 0
+	endPara := func() {
+		for _, m := range codeSpan.FindAllStringSubmatch(para, -1) {
+			if span := strings.Join(strings.Fields(m[1]), " "); span == "cowfs" || strings.HasPrefix(span, "cowfs ") {
+				out = append(out, docLine{paraLine, span})
+			}
+		}
+		para = ""
+	}
 	for i, l := range strings.Split(md, "\n") {
 		trimmed := strings.TrimSpace(l)
 		if strings.HasPrefix(trimmed, "```") {
+			endPara()
 			inBlock = !inBlock
-			pending = nil
+			continued = false
 			continue
 		}
 		if !inBlock {
-			for _, m := range codeSpan.FindAllStringSubmatch(l, -1) {
-				if strings.HasPrefix(m[1], "cowfs ") || m[1] == "cowfs" {
-					out = append(out, docLine{i + 1, m[1]})
-				}
+			if trimmed == "" {
+				endPara()
+				continue
 			}
+			if para == "" {
+				paraLine = i + 1
+			}
+			para += l + "\n"
 			continue
 		}
-		if pending != nil {
-			pending.text += " " + trimmed
+		text := strings.TrimSuffix(trimmed, "\\")
+		if continued {
+			out[len(out)-1].text += " " + text
 		} else {
-			out = append(out, docLine{i + 1, trimmed})
-			pending = &out[len(out)-1]
+			out = append(out, docLine{i + 1, text})
 		}
-		if strings.HasSuffix(trimmed, "\\") {
-			pending.text = strings.TrimSuffix(pending.text, "\\")
-		} else {
-			pending = nil
-		}
+		continued = strings.HasSuffix(trimmed, "\\")
 	}
+	endPara()
 	return out
 }
 
