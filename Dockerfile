@@ -19,8 +19,6 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-# go.mod replaces go-fuse with the patched copy kept here (third_party/README.md).
-COPY third_party ./third_party
 RUN go mod download
 COPY . .
 # test/e2e/docker_test.go builds the binary with the flags of this line:

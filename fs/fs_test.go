@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/posixtest"
+	"github.com/cowfs/cowfs/internal/_gofuse/posixtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/aside"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 )
 

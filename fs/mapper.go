@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 )
 

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/agent"
@@ -137,7 +137,7 @@ func New(cfg Config) (*Mount, error) {
 			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_DONT_MASK,
 			// One goroutine reads and serves each request itself,
 			// handing the reading over when a request runs long
-			// (third_party/go-fuse/fuse/inline.go; docs/design.md,
+			// (internal/_gofuse/fuse/inline.go; docs/design.md,
 			// "Serving requests").
 			ServeInline: true,
 			// Reads are answered with bytes (Node.Read), never a

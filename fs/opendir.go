@@ -3,7 +3,7 @@ package fs
 import (
 	"syscall"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 )
 
 // Directories are not opened either. Listing a directory cost two round

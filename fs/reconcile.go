@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 
 	"github.com/cowfs/cowfs/aside"
 )

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/agent"

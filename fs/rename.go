@@ -4,7 +4,7 @@ import (
 	"context"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/journal"

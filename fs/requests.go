@@ -3,7 +3,7 @@ package fs
 import (
 	"sync/atomic"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 )
 
 // Requests counts the FUSE requests a mount has served, per operation,

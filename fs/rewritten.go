@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 )
 
 // Pages cached before a rollback rewrote a file.

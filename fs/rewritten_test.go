@@ -3,7 +3,7 @@ package fs
 import (
 	"testing"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 )
 
 // Which writebacks of a node a rollback rewrote are stale: all, until

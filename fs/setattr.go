@@ -5,8 +5,8 @@ import (
 	"errors"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/backing"

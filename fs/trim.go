@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 )
 
 // The kernel keeps an inode, and go-fuse a node, for every name it has

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/backing"

@@ -128,7 +128,7 @@ func prepare(c *config) error {
 	bin := filepath.Join(c.work, "bin")
 	os.MkdirAll(bin, 0o755)
 	c.cowfs, c.loopback = filepath.Join(bin, "cowfs"), filepath.Join(bin, "loopback")
-	for out, pkg := range map[string]string{c.cowfs: "github.com/cowfs/cowfs/cmd/cowfs", c.loopback: "github.com/hanwen/go-fuse/v2/example/loopback"} {
+	for out, pkg := range map[string]string{c.cowfs: "github.com/cowfs/cowfs/cmd/cowfs", c.loopback: "github.com/cowfs/cowfs/internal/_gofuse/example/loopback"} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v: %s", pkg, err, b)
 		}

@@ -15,6 +15,10 @@ import (
 
 const module = "github.com/cowfs/cowfs/"
 
+// goFuse is cowfs's patched copy of go-fuse (third_party/README.md): the
+// rules name it as one package, "go-fuse", whatever part is imported.
+const goFuse = "internal/_gofuse"
+
 // allowed lists, for each package, the cowfs packages it may depend on,
 // directly or not. A package missing here may depend on anything (the
 // daemon, tests, tools).
@@ -26,7 +30,7 @@ var allowed = map[string][]string{
 	"ctl":       {"privdir"},
 	"aside":     {"backing"},
 	"agent":     {"journal", "sparse"},
-	"fs":        {"journal", "aside", "backing", "sparse", "agent"},
+	"fs":        {"journal", "aside", "backing", "sparse", "agent", "go-fuse"},
 	"rollback":  {"journal", "aside", "backing", "sparse"},
 	"rescan":    {"journal", "aside", "backing", "sparse"},
 	"mcpserver": {"ctl", "privdir"},
@@ -61,43 +65,75 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// TestGoFuseImporters checks that fs is the only package, tests
+// included, that uses go-fuse (fs/doc.go: the FUSE boundary is fs's),
+// and that nothing imports the published module beside the copy.
+func TestGoFuseImporters(t *testing.T) {
+	err := walkGo(filepath.Join("..", ".."), func(pkg, path string, test bool) {
+		switch {
+		case strings.HasPrefix(path, "github.com/hanwen/go-fuse"):
+			t.Errorf("%s imports %s: cowfs uses its patched copy, %s%s", pkg, path, module, goFuse)
+		case strings.HasPrefix(path, module+goFuse) && pkg != "fs":
+			t.Errorf("%s imports %s: only fs uses go-fuse", pkg, path)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // moduleImports maps each package of the module under root to the
 // cowfs packages its non-test files import.
 func moduleImports(t *testing.T, root string) map[string]map[string]bool {
 	t.Helper()
 	out := map[string]map[string]bool{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "third_party" || d.Name() == "node_modules") && p != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, filepath.Dir(p))
-		pkg := filepath.ToSlash(rel)
+	err := walkGo(root, func(pkg, path string, test bool) {
 		if out[pkg] == nil {
 			out[pkg] = map[string]bool{}
 		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if dep, ours := strings.CutPrefix(path, module); ours {
-				out[pkg][dep] = true
-			}
+		dep, ours := strings.CutPrefix(path, module)
+		if test || !ours {
+			return
 		}
-		return nil
+		if strings.HasPrefix(dep, goFuse+"/") {
+			dep = "go-fuse"
+		}
+		out[pkg][dep] = true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// walkGo calls f with every import of every Go file of the module under
+// root, and its package (the directory, relative to root). It skips what
+// the go command skips in ./... (directories starting with "." or "_",
+// such as the go-fuse copy, and testdata) and the clients' node_modules.
+func walkGo(root string, f func(pkg, path string, test bool)) error {
+	fset := token.NewFileSet()
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata" || d.Name() == "node_modules") && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		file, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		pkg := filepath.ToSlash(rel)
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			f(pkg, path, strings.HasSuffix(p, "_test.go"))
+		}
+		return nil
+	})
 }
 
 // closure returns every cowfs package name depends on, sorted.

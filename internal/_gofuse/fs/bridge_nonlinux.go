@@ -1,0 +1,9 @@
+//go:build !linux
+
+package fs
+
+import "github.com/cowfs/cowfs/internal/_gofuse/fuse"
+
+func (b *rawBridge) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
+	return fuse.ENOSYS
+}
