@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,27 +98,31 @@ func (s *Server) Close() {
 	}
 }
 
+// routes maps each endpoint, a method and a path pattern, to its
+// handler; what no pattern takes is answered by unrouted.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	type handler = func(http.ResponseWriter, *http.Request) error
-	byPath := map[string]map[string]handler{}
-	var order []string
-	route := func(method, pattern string, h handler) {
-		if byPath[pattern] == nil {
-			byPath[pattern] = map[string]handler{}
-			order = append(order, pattern)
+	var methods []string // every method some endpoint takes
+	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		method, _, _ := strings.Cut(pattern, " ")
+		if !slices.Contains(methods, method) {
+			methods = append(methods, method)
 		}
-		byPath[pattern][method] = h
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				writeError(w, s.log, err, 0)
+			}
+		})
 	}
-	route("GET", "/v1/status", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/status", func(w http.ResponseWriter, r *http.Request) error {
 		st, err := s.svc.Status(r.Context())
 		return reply(w, http.StatusOK, st, err)
 	})
-	route("GET", "/v1/turns", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/turns", func(w http.ResponseWriter, r *http.Request) error {
 		ts, err := s.svc.Turns(r.Context())
 		return reply(w, http.StatusOK, ts, err)
 	})
-	route("POST", "/v1/turns", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/turns", func(w http.ResponseWriter, r *http.Request) error {
 		var req BeginTurnRequest
 		if err := decode(w, r, &req); err != nil {
 			return err
@@ -131,14 +136,14 @@ func (s *Server) routes() http.Handler {
 		t, err := s.svc.BeginTurn(r.Context(), req)
 		return reply(w, http.StatusCreated, t, err)
 	})
-	route("POST", "/v1/turns/current/end", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/turns/current/end", func(w http.ResponseWriter, r *http.Request) error {
 		if err := decode(w, r, &struct{}{}); err != nil {
 			return err
 		}
 		t, err := s.svc.EndTurn(r.Context())
 		return reply(w, http.StatusOK, t, err)
 	})
-	route("GET", "/v1/turns/{ref}", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/turns/{ref}", func(w http.ResponseWriter, r *http.Request) error {
 		if err := checkLabel("turn", r.PathValue("ref"), MaxIDBytes); err != nil {
 			return err
 		}
@@ -148,26 +153,19 @@ func (s *Server) routes() http.Handler {
 		d, err := s.svc.Turn(r.Context(), r.PathValue("ref"), r.URL.Query().Get("step"))
 		return reply(w, http.StatusOK, d, err)
 	})
-	steps := func(w http.ResponseWriter, r *http.Request, ref string) error {
+	route("GET /v1/turns/{ref}/steps", func(w http.ResponseWriter, r *http.Request) error {
+		ref := r.PathValue("ref")
 		if err := checkLabel("turn", ref, MaxIDBytes); err != nil {
 			return err
 		}
 		l, err := s.svc.Steps(r.Context(), ref)
 		return reply(w, http.StatusOK, l, err)
-	}
-	route("GET", "/v1/turns/{ref}/steps", func(w http.ResponseWriter, r *http.Request) error {
-		return steps(w, r, r.PathValue("ref"))
 	})
-	// The pattern POST uses is more specific than the one above: it
-	// takes GET too, for a turn whose id is "current".
-	route("GET", "/v1/turns/current/steps", func(w http.ResponseWriter, r *http.Request) error {
-		return steps(w, r, "current")
-	})
-	route("GET", "/v1/outside", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/outside", func(w http.ResponseWriter, r *http.Request) error {
 		o, err := s.svc.Outside(r.Context())
 		return reply(w, http.StatusOK, o, err)
 	})
-	route("GET", "/v1/content", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/content", func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		if q.Get("at") == "" || q.Get("path") == "" {
 			return Errorf(CodeBadRequest, "content needs ?at=TURN&path=PATH")
@@ -185,7 +183,7 @@ func (s *Server) routes() http.Handler {
 		io.Copy(w, rc)
 		return nil
 	})
-	route("POST", "/v1/rollback", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/rollback", func(w http.ResponseWriter, r *http.Request) error {
 		var req RollbackRequest
 		if err := decode(w, r, &req); err != nil {
 			return err
@@ -199,7 +197,7 @@ func (s *Server) routes() http.Handler {
 		res, err := s.svc.Rollback(r.Context(), req)
 		return reply(w, http.StatusOK, res, err)
 	})
-	route("POST", "/v1/unrevert", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/unrevert", func(w http.ResponseWriter, r *http.Request) error {
 		var req UnrevertRequest
 		if err := decode(w, r, &req); err != nil {
 			return err
@@ -207,11 +205,11 @@ func (s *Server) routes() http.Handler {
 		res, err := s.svc.Unrevert(r.Context(), req)
 		return reply(w, http.StatusOK, res, err)
 	})
-	route("GET", "/v1/markers", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/markers", func(w http.ResponseWriter, r *http.Request) error {
 		ms, err := s.svc.Markers(r.Context())
 		return reply(w, http.StatusOK, ms, err)
 	})
-	route("POST", "/v1/turns/current/steps", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/turns/current/steps", func(w http.ResponseWriter, r *http.Request) error {
 		var req StepRequest
 		if err := decode(w, r, &req); err != nil {
 			return err
@@ -228,7 +226,7 @@ func (s *Server) routes() http.Handler {
 		st, err := s.svc.BeginStep(r.Context(), req)
 		return reply(w, http.StatusCreated, st, err)
 	})
-	route("GET", "/v1/events", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/events", func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		since, err := uintParam(q.Get("since"), "since")
 		if err != nil {
@@ -240,7 +238,7 @@ func (s *Server) routes() http.Handler {
 		}
 		return s.events(w, r, since, follow)
 	})
-	route("GET", "/v1/diff", func(w http.ResponseWriter, r *http.Request) error {
+	route("GET /v1/diff", func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		if q.Get("from") == "" {
 			return Errorf(CodeBadRequest, "diff needs ?from=TURN")
@@ -257,40 +255,48 @@ func (s *Server) routes() http.Handler {
 		d, err := s.svc.Diff(r.Context(), DiffRequest{From: TurnRef(q.Get("from")), To: q.Get("to"), Step: q.Get("step"), Stat: stat})
 		return reply(w, http.StatusOK, d, err)
 	})
-	route("DELETE", "/v1/journal", func(w http.ResponseWriter, r *http.Request) error {
+	route("DELETE /v1/journal", func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.svc.Purge(r.Context())
 		return reply(w, http.StatusOK, p, err)
 	})
-	route("POST", "/v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
+	route("POST /v1/shutdown", func(w http.ResponseWriter, r *http.Request) error {
 		if err := decode(w, r, &struct{}{}); err != nil {
 			return err
 		}
 		err := s.svc.Shutdown(r.Context())
 		return reply(w, http.StatusAccepted, struct{}{}, err)
 	})
-	for _, pattern := range order {
-		methods := byPath[pattern]
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			h, ok := methods[r.Method]
-			if !ok {
-				var allow []string
-				for m := range methods {
-					allow = append(allow, m)
-				}
-				sort.Strings(allow)
-				w.Header().Set("Allow", strings.Join(allow, ", "))
-				writeError(w, s.log, Errorf(CodeBadRequest, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, " or "), r.Method), http.StatusMethodNotAllowed)
-				return
+	return s.checkPeer(s.unrouted(mux, methods))
+}
+
+// unrouted answers, in the API's JSON shape, the requests mux has no
+// endpoint for, which ServeMux would answer in text: a path that some
+// endpoint has but not with this method is bad_request with 405 and an
+// Allow header, any other not_found. HEAD is one of them: ServeMux
+// serves it with a GET endpoint, and no endpoint here means it (a HEAD
+// of /v1/events?follow=1 would stream to nobody).
+func (s *Server) unrouted(mux *http.ServeMux, methods []string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The pattern is empty when none matches; a path to clean up
+		// matches the pattern mux redirects to.
+		if _, pattern := mux.Handler(r); pattern != "" && r.Method != http.MethodHead {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range methods {
+			if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" {
+				allow = append(allow, m)
 			}
-			if err := h(w, r); err != nil {
-				writeError(w, s.log, err, 0)
-			}
-		})
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, s.log, Errorf(CodeNotFound, "no endpoint %s %s", r.Method, r.URL.Path), 0)
+		}
+		if len(allow) == 0 {
+			writeError(w, s.log, Errorf(CodeNotFound, "no endpoint %s %s", r.Method, r.URL.Path), 0)
+			return
+		}
+		sort.Strings(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, s.log, Errorf(CodeBadRequest, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, " or "), r.Method), http.StatusMethodNotAllowed)
 	})
-	return s.checkPeer(mux)
 }
 
 func uintParam(v, name string) (uint64, error) {
