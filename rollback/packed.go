@@ -88,7 +88,7 @@ func (p *packed) each(from int, fn func(i int, s *Step) error) error {
 // uvarints, strings and the list of covered steps length first.
 func appendStep(b []byte, s *Step) []byte {
 	b = binary.AppendUvarint(b, s.Seq)
-	for _, str := range []string{s.Op, s.Path, s.Path2, s.Aside, s.Skip} {
+	for _, str := range []string{string(s.Op), s.Path, s.Path2, s.Aside, s.Skip} {
 		b = binary.AppendUvarint(b, uint64(len(str)))
 		b = append(b, str...)
 	}
@@ -142,7 +142,7 @@ func readStepInto(s *Step, b []byte) ([]byte, error) {
 	if b == nil {
 		return nil, errPackedShort
 	}
-	s.Op, s.Path, s.Path2, s.Aside, s.Skip = str(), str(), str(), str(), str()
+	s.Op, s.Path, s.Path2, s.Aside, s.Skip = Op(str()), str(), str(), str(), str()
 	s.Ino, s.Ino2, s.Type, s.Dir = num(), num(), uint32(num()), num() == 1
 	covers := num()
 	if b == nil || covers > uint64(len(b)) { // a step takes a byte at least

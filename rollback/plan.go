@@ -13,16 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Step operations. Each undoes one record; a step is what the executor
-// does on the backing directory, and what it checks first.
+// Op is what a step does to undo one record: what the executor does on
+// the backing directory, and what it checks first. Its name is its
+// encoding, in JSON and in the plans the journal stores (packed.go), so
+// a plan stored by an earlier cowfs reads back the same.
+type Op string
+
+// Step operations.
 const (
-	opRemove   = "remove"   // move Path (holding Ino) aside: undoes a creation
-	opRecover  = "recover"  // move Aside back to Path: undoes a removal
-	opRename   = "rename"   // rename Path (holding Ino) back to Path2, then Aside to Path
-	opExchange = "exchange" // exchange Path (holding Ino) and Path2 (holding Ino2)
-	opAttr     = "attr"     // put record Seq's attributes back on Path (holding Ino)
-	opData     = "data"     // put record Seq's bytes back into Path (holding Ino)
-	opXattr    = "xattr"    // put record Seq's xattr back on Path (holding Ino)
+	opRemove   Op = "remove"   // move Path (holding Ino) aside: undoes a creation
+	opRecover  Op = "recover"  // move Aside back to Path: undoes a removal
+	opRename   Op = "rename"   // rename Path (holding Ino) back to Path2, then Aside to Path
+	opExchange Op = "exchange" // exchange Path (holding Ino) and Path2 (holding Ino2)
+	opAttr     Op = "attr"     // put record Seq's attributes back on Path (holding Ino)
+	opData     Op = "data"     // put record Seq's bytes back into Path (holding Ino)
+	opXattr    Op = "xattr"    // put record Seq's xattr back on Path (holding Ino)
 )
 
 // Step is one undo, in execution order. Its fields say what the
@@ -31,7 +36,7 @@ const (
 // crash) from "something else is there" (skip, and say so).
 type Step struct {
 	Seq   uint64 `json:"seq"` // the record undone
-	Op    string `json:"op"`
+	Op    Op     `json:"op"`
 	Path  string `json:"path"`
 	Path2 string `json:"path2,omitempty"`
 	Ino   uint64 `json:"ino,omitempty"` // identity expected at Path
@@ -450,7 +455,7 @@ func (p *planner) step(now *past, r *rec) (*Step, error) {
 		if now.lookup(r.Path).vanished() {
 			return nil, nil // new, and gone: nothing to restore
 		}
-		s.Op = map[journal.Kind]string{journal.KindAttr: opAttr, journal.KindData: opData, journal.KindXattr: opXattr}[r.Kind]
+		s.Op = map[journal.Kind]Op{journal.KindAttr: opAttr, journal.KindData: opData, journal.KindXattr: opXattr}[r.Kind]
 		s.Dir = r.Kind == journal.KindAttr && r.Cause == journal.CauseDirent
 		if !holds(r.Path, r.Ino) {
 			s.Skip = reasonMismatch
