@@ -9,8 +9,8 @@
 #                                         suites on the patched module, under its own path
 #
 # The module comes from the Go module proxy (or the module cache, where
-# `go mod download` finds it already), checked against go.sum's database
-# like any other download.
+# `go mod download` finds it already), checked against the checksum
+# database (GOSUMDB) like any other download.
 set -eu
 
 version=v2.12.1
