@@ -40,26 +40,45 @@ func (s *Stater) Lstat(rel string) (*unix.Stat_t, error) {
 		return s.t.Lstat(rel)
 	}
 	dir, name := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
-	fd, ok := s.dirs[dir]
-	if !ok {
-		if len(s.dirs) >= staterDirs {
-			s.Close()
-		}
-		fd, err = openBeneath(s.t.fd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
-		}
-		s.dirs[dir] = fd
+	fd, err := s.dir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, &os.PathError{Op: "lstat", Path: rel, Err: err}
 	}
 	return &st, nil
+}
+
+// Dir returns an O_PATH descriptor of directory rel (clean; "" is the
+// root), resolved beneath the root like any path and never through a
+// symlink. It stays the Stater's: valid until the next call to Lstat or
+// Dir, or Close.
+func (s *Stater) Dir(rel string) (int, error) {
+	fd, err := s.dir(rel)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return fd, nil
+}
+
+func (s *Stater) dir(dir string) (int, error) {
+	if dir == "" {
+		dir = "."
+	}
+	if fd, ok := s.dirs[dir]; ok {
+		return fd, nil
+	}
+	if len(s.dirs) >= staterDirs {
+		s.Close()
+	}
+	fd, err := openBeneath(s.t.fd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, err
+	}
+	s.dirs[dir] = fd
+	return fd, nil
 }
 
 // Close closes the directories the Stater holds open.

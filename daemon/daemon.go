@@ -48,6 +48,9 @@ type Options struct {
 	// Agent is the agent scope of every turn that names none (agent.go);
 	// empty: such a turn belongs to every process.
 	Agent ctl.AgentScope
+	// NoFanotify makes every rescan stat every tracked path, rather than
+	// what fanotify saw change since the last (package rescan).
+	NoFanotify bool
 }
 
 // Daemon serves one mounted workspace.
@@ -239,6 +242,12 @@ func (d *Daemon) openWorkspace(ws, jdir string) (err error) {
 	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
 		return err
 	}
+	if !d.offline && !d.opts.NoFanotify {
+		// From the scan at start-up on, boundaries stat what changed.
+		if err := d.scanner.Watch(); err != nil {
+			log.Warn("not watching the backing directory: every boundary stats every path the window names", "err", err)
+		}
+	}
 	d.j.SetDropAside(d.area.Drop)
 	// Finish a rollback and a prune a crash interrupted, before
 	// anything new happens; then find what changed while cowfs was not
@@ -359,6 +368,9 @@ func (d *Daemon) release() {
 // root's descriptor, once (by release, or first by a purge).
 func (d *Daemon) closeWorkspace() {
 	d.closed.Do(func() {
+		if d.scanner != nil {
+			d.scanner.Close()
+		}
 		if d.j != nil {
 			if err := d.j.Close(); err != nil {
 				d.log.Error("closing journal", "err", err)

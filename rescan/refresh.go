@@ -46,6 +46,9 @@ func (s *Scanner) Refresh(g journal.Gate) error {
 func (s *Scanner) Accept(left map[string]uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Its steps may have put new directories where marked ones were:
+	// the next scan marks anew.
+	s.watched = false
 	roots := make([]string, 0, 2*len(left))
 	dirs := map[string]bool{}
 	ids := map[uint64]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path"
 	"sync"
 	"syscall"
@@ -50,6 +51,19 @@ type Scanner struct {
 
 	mu   sync.Mutex // one scan at a time
 	upTo uint64     // records before it are accounted for in the fingerprints
+
+	// w watches the directories that hold tracked paths (watch.go);
+	// nil: every scan is a full one. watched: every such directory is
+	// marked, since the last full scan marked them all, so a scan may
+	// stat only what changed.
+	w       *watcher
+	watched bool
+	// window is where the window began at the last scan: a fingerprint
+	// whose newest explaining record is older was due to be dropped by
+	// then, and is dropped when next met.
+	window uint64
+	// full says why the last scan was a full one ("" if it was not).
+	full string
 }
 
 // New returns a scanner of the fingerprints the journal keeps.
@@ -62,6 +76,53 @@ func New(j *journal.Journal, tree *backing.Tree, rootDev uint64, log *slog.Logge
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Scanner{j: j, tree: tree, rootDev: rootDev, log: log, upTo: upTo}, nil
+}
+
+// Watch makes the scans after the next full one stat only what changed
+// since the scan before (watch.go), where fanotify is available; each
+// scan until then, and whenever hints may have been lost, is a full
+// one. An error says why the scans stay full; Close ends watching.
+func (s *Scanner) Watch() error {
+	return s.watchAs(os.Getpid())
+}
+
+// watchAs is Watch, with the events caused by process self taken for
+// the daemon's own.
+func (s *Scanner) watchAs(self int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w != nil {
+		return nil
+	}
+	w, err := newWatcher(self)
+	if err != nil {
+		return err
+	}
+	s.w, s.watched = w, false
+	return nil
+}
+
+// Close stops watching.
+func (s *Scanner) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unwatch()
+}
+
+// unwatch stops watching; the caller holds mu.
+func (s *Scanner) unwatch() {
+	if s.w != nil {
+		s.w.close()
+		s.w, s.watched = nil, false
+	}
+}
+
+// FullScan says why the last scan stat'ed every tracked path ("" if it
+// stat'ed only what changed).
+func (s *Scanner) FullScan() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.full
 }
 
 // Scan compares every tracked path with the backing directory and
@@ -94,8 +155,35 @@ func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Foun
 		windowStart = ts[0].StartSeq
 	}
 	sc := &scan{s: s, g: g, obs: obs, ex: ex, windowStart: windowStart, set: map[string]journal.Fingerprint{},
-		stat: s.tree.NewStater()}
+		stat: s.tree.NewStater(), marked: map[string]bool{}}
 	defer sc.stat.Close()
+	if explainedOnly {
+		// After a rollback or an unrevert, whose steps may have put new
+		// directories where marked ones were: the next scan marks anew.
+		s.watched = false
+	} else if s.w != nil {
+		changed, why := s.w.take()
+		if why == "" && s.watched {
+			sc.marking = true
+			if why, err = sc.changedOnly(changed); why == "" || err != nil {
+				s.full = ""
+				return s.scanned(sc, windowStart, err)
+			}
+		}
+		if why == "" {
+			why = "nothing was watching"
+		} else if s.watched {
+			s.log.Warn("rescan: stat'ing every tracked path", "why", why)
+		}
+		s.full = why
+		if err := s.w.reset(); err != nil {
+			s.stopWatching(err)
+		}
+		s.watched = false
+		sc.marking = s.w != nil
+	} else {
+		s.full = "not watching"
+	}
 	seen := map[string]bool{}
 	err = s.j.EachFingerprint(func(p string, old journal.Fingerprint) error {
 		if _, ok := ex.last[p]; ok {
@@ -116,12 +204,33 @@ func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Foun
 			}
 		}
 	}
-	// The outside records are accounted for too.
+	if sc.marking && s.w != nil {
+		s.watched = true
+	}
+	return s.scanned(sc, windowStart, nil)
+}
+
+// scanned ends scan sc: what it found is stored, and the records up to
+// now are accounted for (the outside records too).
+func (s *Scanner) scanned(sc *scan, windowStart uint64, err error) ([]Found, error) {
+	if err != nil {
+		return sc.found, err
+	}
 	if err := s.j.SaveFingerprints(sc.set, sc.drop, s.j.NextSeq()); err != nil {
 		return sc.found, err
 	}
 	s.upTo = s.j.NextSeq()
+	s.window = windowStart
+	s.log.Debug("rescan", "full", s.full, "found", len(sc.found))
 	return sc.found, nil
+}
+
+// stopWatching ends watching for good after err (the filesystem has no
+// file handles fanotify can report, the marks ran out): the scans are
+// full ones from now on. The caller holds mu.
+func (s *Scanner) stopWatching(err error) {
+	s.log.Warn("rescan: not watching the backing directory; every scan stats every tracked path", "err", err)
+	s.unwatch()
 }
 
 // scan is one Scan under way.
@@ -135,19 +244,71 @@ type scan struct {
 	drop        []string
 	found       []Found
 	stat        *backing.Stater // the fingerprints come in path order: a directory at a time
+	// marking: the scan marks each directory before it stats what is
+	// in it (watch.go); marked holds those it marked.
+	marking bool
+	marked  map[string]bool
 }
 
 // check compares tracked path p (fingerprint old; had is false for a
 // path records name for the first time) with what is there now.
 func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
+	cur, st, err := sc.look(p)
+	_, err = sc.judge(p, old, had, cur, st, err)
+	return err
+}
+
+// look fingerprints p; when the scan marks, after marking the
+// directories above it, and it too if it is one (and looking again).
+func (sc *scan) look(p string) (journal.Fingerprint, *unix.Stat_t, error) {
+	if !sc.marking {
+		return sc.s.fingerprint(sc.stat, p)
+	}
+	if p != "" {
+		sc.markDir(parentOf(p))
+	}
+	cur, st, err := sc.s.fingerprint(sc.stat, p)
+	if err == nil && cur.Type == syscall.S_IFDIR && !sc.marked[p] {
+		sc.markDir(p)
+		cur, st, err = sc.s.fingerprint(sc.stat, p)
+	}
+	return cur, st, err
+}
+
+// markDir marks directory d, and those above it first.
+func (sc *scan) markDir(d string) {
+	if sc.marked[d] || !sc.marking {
+		return
+	}
+	if d != "" {
+		sc.markDir(parentOf(d))
+	}
+	sc.marked[d] = true
+	fd, err := sc.stat.Dir(d)
+	if err != nil {
+		return // nothing to watch: the events of the directory above tell when there is
+	}
+	if err := sc.s.w.mark(fd, d); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return
+		}
+		sc.s.stopWatching(err)
+		sc.marking = false
+	}
+}
+
+// judge compares tracked path p (fingerprint old; had is false for a
+// path records name for the first time) with cur, what look found
+// (err: it could not look), and reports whether it stored a
+// fingerprint for p.
+func (sc *scan) judge(p string, old journal.Fingerprint, had bool, cur journal.Fingerprint, st *unix.Stat_t, err error) (bool, error) {
 	s, ex := sc.s, sc.ex
-	cur, st, err := s.fingerprint(sc.stat, p)
 	if err != nil {
 		// Not a conflict to guess about: the path cannot be checked (a
 		// symlink on the way, an I/O error). Keep the old fingerprint;
 		// the planner's checks still apply.
 		s.log.Warn("rescan: cannot check a path", "path", p, "err", err)
-		return nil
+		return false, nil
 	}
 	again := ex.changedAgain(cur)
 	switch {
@@ -162,7 +323,7 @@ func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
 			rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideModified, cur.Type, cur.Ino
 		}
 		if err := s.j.Append(sc.g, rec, nil); err != nil {
-			return fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
+			return false, fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
 		}
 		sc.found = append(sc.found, Found{Path: p, Cause: rec.Cause})
 		s.log.Warn("changed outside the mount", "path", p, "how", causeName[rec.Cause], "turn", sc.g.Turn)
@@ -175,25 +336,26 @@ func (sc *scan) check(p string, old journal.Fingerprint, had bool) error {
 		}
 		cur.Last = rec.Seq
 	}
+	stored := false
 	switch {
 	case !had && cur == (journal.Fingerprint{}):
 		// Untracked and unchanged: nothing to keep.
 	case had && cur.Last < sc.windowStart:
 		sc.drop = append(sc.drop, p) // no record in the window names it
 	case cur != old || !had:
-		sc.set[p] = cur
+		sc.set[p], stored = cur, true
 	}
 	if len(sc.set)+len(sc.drop) >= saveBatch {
 		// Mid-scan, without the note that records are accounted for:
 		// a crash leaves fingerprints newer than the note, which the
 		// next scan takes as explained again (SaveFingerprints).
 		if err := s.j.SaveFingerprints(sc.set, sc.drop, 0); err != nil {
-			return err
+			return stored, err
 		}
 		clear(sc.set)
 		sc.drop = sc.drop[:0]
 	}
-	return nil
+	return stored, nil
 }
 
 // saveBatch is how many new fingerprints a scan holds before it stores

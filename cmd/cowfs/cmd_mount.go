@@ -29,6 +29,7 @@ type mountOptions struct {
 	sync       bool
 	background bool
 	debug      bool
+	noFanotify bool
 	cpuProfile string
 	cache      time.Duration
 	maxNodes   int
@@ -107,6 +108,7 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.Var(&opts.memLimit, "memory-limit", "keep the daemon's Go heap near `SIZE` at most, collecting garbage sooner as it nears it (none: Go's default, twice what is live; GOMEMLIMIT overrides)")
 	f.BoolVar(&opts.sync, "sync", false, "fsync every journal commit (survives power loss, costs latency)")
 	f.BoolVar(&opts.debug, "debug", false, "log every FUSE request")
+	f.BoolVar(&opts.noFanotify, "no-fanotify", false, "find changes made behind the mount by stat'ing every path the window names at each turn boundary, not by watching the backing directory with fanotify")
 	f.IntVar(&opts.maxNodes, "max-nodes", daemon.DefaultMaxNodes, "let the kernel keep at most `N` files and directories looked up before the least used are dropped from its cache (each costs the daemon about 500 bytes; a dropped name is looked up again when next used)")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
 	opts.agent.add(f, "turns'")
@@ -124,6 +126,7 @@ func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes, Agent: opts.agent.spec(),
+		NoFanotify: opts.noFanotify,
 	}, nil
 }
 

@@ -1,0 +1,130 @@
+package rescan
+
+import (
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/journal"
+)
+
+// changedOnly is a scan that stats only what may have changed since
+// the last scan, while every directory holding a tracked path is
+// watched (watch.go): the paths the records since then name, what is
+// beneath a directory they renamed or removed, and the paths the
+// watcher's events (changed) named, with what is beneath those that
+// are or were directories. Each is judged exactly as a full scan
+// judges it. A tracked path none of these names is as the last scan
+// saw it — but for changes a full scan explains by identity alone,
+// which this scan cannot find by path: an inode changed through the
+// mount under another of its names, or changed in place with no record
+// since the last scan (its stamp). Finding either, it does nothing and
+// returns why a full scan must run.
+func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
+	s, ex := sc.s, sc.ex
+	type candidate struct {
+		old       journal.Fingerprint
+		had, dead bool
+		cur       journal.Fingerprint
+		st        *unix.Stat_t
+		err       error
+	}
+	view := s.j.ViewFingerprints()
+	defer view.Close()
+	cands := map[string]*candidate{}
+	add := func(p string, old journal.Fingerprint, had bool) {
+		if had && old.Last < s.window {
+			// Left the window before the last scan: no longer tracked
+			// (a full scan dropped it then).
+			cands[p] = &candidate{dead: true}
+			return
+		}
+		cands[p] = &candidate{old: old, had: had}
+	}
+	get := func(p string) error {
+		if _, ok := cands[p]; ok {
+			return nil
+		}
+		old, had, err := view.Get(p)
+		if err != nil {
+			return err
+		}
+		add(p, old, had)
+		return nil
+	}
+	for p := range ex.last {
+		if err := get(p); err != nil {
+			return "", err
+		}
+	}
+	roots := make([]string, 0, len(ex.trees))
+	for p := range ex.trees {
+		roots = append(roots, p)
+	}
+	for _, c := range changed {
+		if err := get(c.path); err != nil {
+			return "", err
+		}
+		if c.dir {
+			roots = append(roots, c.path)
+		}
+	}
+	if len(roots) > 0 {
+		under, err := s.j.FingerprintsUnder(roots)
+		if err != nil {
+			return "", err
+		}
+		for p, f := range under {
+			if _, ok := cands[p]; !ok {
+				add(p, f, true)
+			}
+		}
+	}
+	paths := make([]string, 0, len(cands))
+	for p := range cands {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // a directory at a time
+
+	// Look at every candidate first: until one is judged, nothing is
+	// journaled or stored, so a full scan can still take over.
+	inos := map[uint64]bool{}
+	for _, p := range paths {
+		c := cands[p]
+		if _, named := ex.last[p]; c.dead && !named {
+			continue
+		}
+		c.cur, c.st, c.err = sc.look(p)
+		if c.err != nil {
+			continue
+		}
+		if (c.cur.Type != 0 && c.cur.Type != syscall.S_IFDIR && c.cur.Nlink > 1) ||
+			(c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1) {
+			return "a file with more than one name changed", nil
+		}
+		inos[c.cur.Ino], inos[c.old.Ino] = true, true
+	}
+	for ino := range ex.stamps {
+		if !ex.inos[ino] && !inos[ino] {
+			return "the mount changed an inode no record since the last scan names", nil
+		}
+	}
+	for _, p := range paths {
+		c := cands[p]
+		if c.dead {
+			if _, named := ex.last[p]; !named {
+				sc.drop = append(sc.drop, p)
+				continue
+			}
+		}
+		stored, err := sc.judge(p, c.old, c.had, c.cur, c.st, c.err)
+		if err != nil {
+			return "", err
+		}
+		if c.dead && !stored {
+			sc.drop = append(sc.drop, p)
+		}
+	}
+	return "", nil
+}
