@@ -66,6 +66,10 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		if err := get(c.path); err != nil {
 			return "", err
 		}
+		// Its directory's times moved with its entries.
+		if err := get(parentOf(c.path)); err != nil {
+			return "", err
+		}
 		if c.dir {
 			roots = append(roots, c.path)
 		}

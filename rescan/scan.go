@@ -180,7 +180,7 @@ func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Foun
 			s.stopWatching(err)
 		}
 		s.watched = false
-		sc.marking = s.w != nil
+		sc.marking, sc.marked = s.w != nil, map[string]bool{}
 	} else {
 		s.full = "not watching"
 	}

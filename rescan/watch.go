@@ -115,11 +115,20 @@ func (w *watcher) run() {
 
 // close stops the reader and closes the group, which removes its marks.
 func (w *watcher) close() {
-	unix.Write(w.stop[1], []byte{0})
-	<-w.done
+	w.halt()
 	unix.Close(w.fd)
 	unix.Close(w.stop[0])
 	unix.Close(w.stop[1])
+}
+
+// halt stops the reader: events stay queued until a scan takes them.
+func (w *watcher) halt() {
+	select {
+	case <-w.done:
+	default:
+		unix.Write(w.stop[1], []byte{0})
+		<-w.done
+	}
 }
 
 // drain reads every queued event. The caller holds mu.
