@@ -7,6 +7,7 @@
 //	go run ./test/bench -only memory    # the daemon's peak RSS per workload
 //	go run ./test/bench -only stack     # undo after undo, and a walk back through the window
 //	go run ./test/bench -only realturns # rollbacks of untar+git, npm ci, go build turns
+//	go run ./test/bench -only boundaries # turn begin and end at 0 / 10k / 100k paths in the window (part of turns)
 //
 // It prepares its own data (a tarball of $(go env GOROOT)/src), runs each
 // workload on each target in turn, run after run, prints medians and
@@ -52,7 +53,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
-	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, stack, realturns, storage, memory)")
+	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, boundaries, stack, realturns, storage, memory; turns includes boundaries)")
 	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped)")
 	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
@@ -90,6 +91,10 @@ func run(c *config) error {
 	}
 	if c.wants("turns") {
 		if err := turnSuite(c, r); err != nil {
+			return err
+		}
+	} else if c.wants("boundaries") {
+		if err := boundaryRows(c, r); err != nil {
 			return err
 		}
 	}

@@ -128,11 +128,13 @@ func storageSuite(c *config, r *results) error {
 	return churn(c, r, filepath.Join(c.work, "churn"))
 }
 
-// mountAt mounts the workspace ws with its state in base, at base/view.
-func mountAt(c *config, base, ws string) (*cowfs, *ctl.Client, error) {
+// mountAt mounts the workspace ws with its state in base, at base/view,
+// with the mount's extra flags.
+func mountAt(c *config, base, ws string, flags ...string) (*cowfs, *ctl.Client, error) {
 	cw := &cowfs{bin: c.cowfs, state: filepath.Join(base, "state"), mnt: filepath.Join(base, "view")}
 	os.MkdirAll(cw.mnt, 0o755)
-	if _, err := cw.run("mount", "--background", "--mountpoint", cw.mnt, ws); err != nil {
+	args := append(append([]string{"mount", "--background", "--mountpoint", cw.mnt}, flags...), ws)
+	if _, err := cw.run(args...); err != nil {
 		return nil, nil, err
 	}
 	out, err := cw.run("-w", cw.mnt, "status", "--json")

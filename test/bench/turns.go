@@ -44,7 +44,7 @@ func turnSuite(c *config, r *results) error {
 		}
 		os.RemoveAll(base)
 	}
-	return nil
+	return boundaryRows(c, r)
 }
 
 // makeWorkspace writes n small files, 100 to a directory.
