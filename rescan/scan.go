@@ -56,8 +56,9 @@ type Scanner struct {
 	// nil: every scan is a full one. watched: every such directory is
 	// marked, since the last full scan marked them all, so a scan may
 	// stat only what changed.
-	w       *watcher
-	watched bool
+	w        *watcher
+	watched  bool
+	fullDirs int // directories the last full scan marked
 	// window is where the window began at the last scan: a fingerprint
 	// whose newest explaining record is older was due to be dropped by
 	// then, and is dropped when next met.
@@ -158,11 +159,16 @@ func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Foun
 		stat: s.tree.NewStater(), marked: map[string]bool{}}
 	defer sc.stat.Close()
 	if explainedOnly {
-		// After a rollback or an unrevert, whose steps may have put new
-		// directories where marked ones were: the next scan marks anew.
-		s.watched = false
+		// After a rollback's steps, which may have put new directories
+		// where marked ones were: those are among what it checks.
+		sc.marking = s.w != nil && s.watched
 	} else if s.w != nil {
 		changed, why := s.w.take()
+		if why == "" && s.watched && s.w.watching() > 2*s.fullDirs+1024 {
+			// Directories that no longer hold tracked paths stay
+			// marked until a full scan marks anew.
+			why = "the watched directories more than doubled since the last full scan"
+		}
 		if why == "" && s.watched {
 			sc.marking = true
 			if why, err = sc.changedOnly(changed); why == "" || err != nil {
@@ -205,7 +211,7 @@ func (s *Scanner) scan(g journal.Gate, obs Observer, explainedOnly bool) ([]Foun
 		}
 	}
 	if sc.marking && s.w != nil {
-		s.watched = true
+		s.watched, s.fullDirs = true, s.w.watching()
 	}
 	return s.scanned(sc, windowStart, nil)
 }

@@ -281,6 +281,13 @@ func (w *watcher) mark(fd int, rel string) error {
 	return nil
 }
 
+// watching returns how many directories are marked.
+func (w *watcher) watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.dirs)
+}
+
 // changedEntry is a path an event named since the last scan.
 type changedEntry struct {
 	path string

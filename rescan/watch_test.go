@@ -19,9 +19,8 @@ import (
 
 // watchEnv is a backing directory, a journal and a watching scanner.
 // The test process stands for both the mount (whose changes it
-// journals first) and the writers behind it: the scanner takes no
-// process's events for its own, so every change is a hint, and what
-// the records explain is judged explained, as in a full scan.
+// journals first, and whose events the scanner drops as its own, see
+// asMount) and the writers behind it.
 type watchEnv struct {
 	t     *testing.T
 	watch bool
@@ -93,21 +92,45 @@ func (e *watchEnv) journal(rec *journal.Record) {
 	}
 }
 
-// mkdir and create are changes through the mount.
+// asMount runs fn as the mount: the events of what it does are the
+// daemon's own, dropped as they are read.
+func (e *watchEnv) asMount(fn func()) {
+	e.t.Helper()
+	if !e.watch {
+		fn()
+		return
+	}
+	w := e.s.w
+	w.mu.Lock()
+	w.drain() // what came before is another process's
+	w.self = os.Getpid()
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.drain() // events are queued as the system calls make them
+		w.self = -1
+		w.mu.Unlock()
+	}()
+	fn()
+}
+
+// mkdir, create and write are changes through the mount.
 func (e *watchEnv) mkdir(rel string) {
 	e.t.Helper()
 	e.journal(&journal.Record{Kind: journal.KindCreate, Path: rel, Type: syscall.S_IFDIR})
-	if err := os.Mkdir(e.path(rel), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
+	e.asMount(func() { must(e.t, os.Mkdir(e.path(rel), 0o755)) })
 }
 
 func (e *watchEnv) create(rel, content string) {
 	e.t.Helper()
 	e.journal(&journal.Record{Kind: journal.KindCreate, Path: rel, Type: syscall.S_IFREG})
-	if err := os.WriteFile(e.path(rel), []byte(content), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	e.asMount(func() { must(e.t, os.WriteFile(e.path(rel), []byte(content), 0o644)) })
+}
+
+func (e *watchEnv) write(rel, content string) {
+	e.t.Helper()
+	e.journal(&journal.Record{Kind: journal.KindData, Path: rel})
+	e.asMount(func() { must(e.t, os.WriteFile(e.path(rel), []byte(content), 0o644)) })
 }
 
 // scan runs a boundary's scan and returns what it found, as
@@ -172,8 +195,7 @@ func TestWatchedFindsChangesBehindTheMount(t *testing.T) {
 		e.expect(false, "deleted src/deep/b", "modified src/a", "modified src/deep", "replaced src/deep/c")
 
 		// Through the mount: journaled first, so explained.
-		e.journal(&journal.Record{Kind: journal.KindData, Path: "src/a"})
-		must(t, os.WriteFile(e.path("src/a"), []byte("a, through the mount"), 0o644))
+		e.write("src/a", "a, through the mount")
 		e.create("src/new", "n")
 		e.expect(false)
 
@@ -280,18 +302,38 @@ func TestWatchedHardLinkFallsBack(t *testing.T) {
 	})
 }
 
-// TestWatchedRefreshRemarks: after a rollback's refresh (whose steps may
-// have put new directories where marked ones were), the next scan is a
-// full one that marks again; the one after stats only what changed.
-func TestWatchedRefreshRemarks(t *testing.T) {
+// TestWatchedAfterRefresh: a rollback's steps may put new directories
+// where watched ones were; the refresh after them marks what they
+// changed, so the next scan still stats only what changed, and finds a
+// change behind the mount inside what the rollback brought back.
+func TestWatchedAfterRefresh(t *testing.T) {
 	bothWays(t, func(e *watchEnv) {
 		t := e.t
 		e.seed()
+		e.mkdir("src/gone")
+		e.create("src/gone/x", "x")
+		e.expect(false)
+		e.journal(&journal.Record{Kind: journal.KindRemove, Path: "src/gone", Type: syscall.S_IFDIR})
+		e.asMount(func() { must(t, os.RemoveAll(e.path("src/gone"))) })
+		e.expect(false)
+
+		// The rollback's steps, under the gate, then the refresh.
 		g := e.j.Exclusive()
+		for _, rec := range []*journal.Record{
+			{Kind: journal.KindCreate, Path: "src/gone", Type: syscall.S_IFDIR},
+			{Kind: journal.KindCreate, Path: "src/gone/x", Type: syscall.S_IFREG},
+		} {
+			must(t, e.j.Append(g, rec, nil))
+		}
+		e.asMount(func() {
+			must(t, os.Mkdir(e.path("src/gone"), 0o755))
+			must(t, os.WriteFile(e.path("src/gone/x"), []byte("x"), 0o644))
+		})
 		must(t, e.s.Refresh(g))
 		g.Leave()
-		e.expect(true)
-		e.expect(false)
+
+		must(t, os.WriteFile(e.path("src/gone/x"), []byte("x, behind"), 0o644))
+		e.expect(false, "modified src/gone/x")
 	})
 }
 
