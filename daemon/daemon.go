@@ -242,6 +242,7 @@ func (d *Daemon) openWorkspace(ws, jdir string) (err error) {
 	if d.scanner, err = rescan.New(d.j, d.tree, d.rootDev, log); err != nil {
 		return err
 	}
+	d.scanner.CountAside(d.area.Links)
 	if !d.offline && !d.opts.NoFanotify {
 		// From the scan at start-up on, boundaries stat what changed.
 		if err := d.scanner.Watch(); err != nil {

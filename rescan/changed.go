@@ -1,6 +1,7 @@
 package rescan
 
 import (
+	"fmt"
 	"sort"
 	"syscall"
 
@@ -94,6 +95,7 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	// Look at every candidate first: until one is judged, nothing is
 	// journaled or stored, so a full scan can still take over.
 	inos := map[uint64]bool{}
+	names := map[uint64]uint32{} // names of each file among the candidates
 	for _, p := range paths {
 		c := cands[p]
 		if _, named := ex.last[p]; c.dead && !named {
@@ -103,11 +105,30 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		if c.err != nil {
 			continue
 		}
-		if (c.cur.Type != 0 && c.cur.Type != syscall.S_IFDIR && c.cur.Nlink > 1) ||
-			(c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1) {
-			return "a file with more than one name changed", nil
-		}
 		inos[c.cur.Ino], inos[c.old.Ino] = true, true
+		if c.cur.Type != 0 && c.cur.Type != syscall.S_IFDIR {
+			names[c.cur.Ino]++
+		}
+	}
+	for _, p := range paths {
+		c := cands[p]
+		if c.st == nil || c.err != nil {
+			continue
+		}
+		// A file with a name none of the candidates is (nor the aside
+		// area's, which cowfs keeps): a tracked path may hold it, and a
+		// change to it there leaves that fingerprint behind.
+		if c.cur.Type != syscall.S_IFDIR && c.st.Nlink > 1 && uint32(c.st.Nlink) > names[c.cur.Ino]+s.asideLinks(c.st.Ino) {
+			return fmt.Sprintf("a file with more than one name changed (%s)", p), nil
+		}
+	}
+	for _, p := range paths {
+		c := cands[p]
+		// The mount changed a file with other names, which this path
+		// no longer holds: they may be tracked.
+		if c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1 && ex.inos[c.old.Ino] && c.cur.Ino != c.old.Ino {
+			return fmt.Sprintf("a file with more than one name changed (%s, before)", p), nil
+		}
 	}
 	for ino := range ex.stamps {
 		if !ex.inos[ino] && !inos[ino] {

@@ -59,6 +59,7 @@ type Scanner struct {
 	w        *watcher
 	watched  bool
 	fullDirs int // directories the last full scan marked
+	aside    func(ino uint64) uint32
 	// window is where the window began at the last scan: a fingerprint
 	// whose newest explaining record is older was due to be dropped by
 	// then, and is dropped when next met.
@@ -116,6 +117,23 @@ func (s *Scanner) unwatch() {
 		s.w.close()
 		s.w, s.watched = nil, false
 	}
+}
+
+// CountAside tells the scanner how many names of an inode (its number
+// on the backing filesystem) cowfs's aside area holds: names no tracked
+// path is, which a scan that stats only what changed need not look for.
+func (s *Scanner) CountAside(links func(ino uint64) uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aside = links
+}
+
+// asideLinks is the aside area's names of inode ino.
+func (s *Scanner) asideLinks(ino uint64) uint32 {
+	if s.aside == nil {
+		return 0
+	}
+	return s.aside(ino)
 }
 
 // FullScan says why the last scan stat'ed every tracked path ("" if it
