@@ -302,6 +302,28 @@ func TestWatchedHardLinkFallsBack(t *testing.T) {
 	})
 }
 
+// TestWatchedAsideNames: a file the turn linked and unlinked through
+// the mount (git writes its objects so) keeps a name in the aside area;
+// the scan counts the area's names and stays one of what changed.
+func TestWatchedAsideNames(t *testing.T) {
+	bothWays(t, func(e *watchEnv) {
+		t := e.t
+		must(t, os.MkdirAll(e.path(".cowfs/aside"), 0o700)) // there from the start
+		e.seed()
+		var st unix.Stat_t
+		e.s.CountAside(func(ino uint64) uint32 {
+			if ino == st.Ino {
+				return 1
+			}
+			return 0
+		})
+		e.create("src/obj", "object")
+		e.asMount(func() { must(t, os.Link(e.path("src/obj"), e.path(".cowfs/aside/1"))) })
+		must(t, unix.Stat(e.path("src/obj"), &st))
+		e.expect(false)
+	})
+}
+
 // TestWatchedAfterRefresh: a rollback's steps may put new directories
 // where watched ones were; the refresh after them marks what they
 // changed, so the next scan still stats only what changed, and finds a
