@@ -11,9 +11,16 @@
 // runs at each turn boundary, before each rollback and unrevert plans,
 // and at start-up; after a rollback or an unrevert, the fingerprints of
 // what it touched are refreshed (refresh.go), so that those paths stay
-// watched. It stats each tracked path (never reads or hashes a
-// file, never walks the workspace: its cost is the number of tracked
-// paths) and compares:
+// watched. It stats tracked paths (never reads or hashes a file, never
+// walks the workspace) and compares. A full scan stats every tracked
+// path: its cost is the number of tracked paths. Where fanotify is
+// available (watch.go), the directories holding tracked paths are
+// watched, and a scan stats only what may have changed since the last
+// (changed.go): what the records since then name, and what the
+// watcher's events name — its cost is what changed. The scan at
+// start-up is a full one (nothing was watching), and so is any scan
+// after hints may have been lost. Either way, each path it stats is
+// judged the same:
 //
 //   - a path that records appended since the last scan explain — a
 //     change through the mount (or by a rollback) to the path, to the

@@ -46,6 +46,21 @@ import (
 // more distinct entries changed than the watcher keeps (maxDirty), an
 // event named a directory the scanner does not know, or a mark could
 // not be placed.
+//
+// What a watched scan cannot see that a full scan would: a write
+// through a shared mapping made after the writer closed its last
+// descriptor of the file (the kernel reports writes, and closes after
+// writing, not page faults), until the next full scan; and a change
+// whose only trace is in an inode's other name, outside any watched
+// directory (a hard link made behind the mount, written there) — a
+// file with names beyond the candidates and the aside area's makes the
+// scan a full one, but a link made behind the mount to a file nothing
+// since changed at a watched name is not looked for. Each watched
+// directory keeps its inode in the kernel's cache (the mark holds it);
+// directories that no longer hold tracked paths stay marked until the
+// next full scan, which runs once they more than double. A fingerprint
+// whose path left the window is dropped when a scan next meets it, or
+// at the next full scan, rather than by every scan.
 
 // watchMask is what a mark asks for.
 const watchMask = unix.FAN_MODIFY | unix.FAN_ATTRIB | unix.FAN_CLOSE_WRITE |
