@@ -50,12 +50,11 @@ import (
 // What a watched scan cannot see that a full scan would: a write
 // through a shared mapping made after the writer closed its last
 // descriptor of the file (the kernel reports writes, and closes after
-// writing, not page faults), until the next full scan; and a change
-// whose only trace is in an inode's other name, outside any watched
-// directory (a hard link made behind the mount, written there) — a
-// file with names beyond the candidates and the aside area's makes the
-// scan a full one, but a link made behind the mount to a file nothing
-// since changed at a watched name is not looked for. Each watched
+// writing, not page faults); and a write to a tracked file through
+// another name of it, in a directory that holds no tracked path (a
+// hard link made behind the mount), which no mark sees — both until
+// the next full scan. (A changed file with more names than the scan
+// met and the aside area holds makes the scan a full one.) Each watched
 // directory keeps its inode in the kernel's cache (the mark holds it);
 // directories that no longer hold tracked paths stay marked until the
 // next full scan, which runs once they more than double. A fingerprint
