@@ -59,9 +59,11 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 			return "", err
 		}
 	}
-	roots := make([]string, 0, len(ex.trees))
+	// Directories renamed or removed through the mount, or named by an
+	// event as directories: what is beneath them too.
+	trees := make([]string, 0, len(ex.trees))
 	for p := range ex.trees {
-		roots = append(roots, p)
+		trees = append(trees, p)
 	}
 	for _, c := range changed {
 		if err := get(c.path); err != nil {
@@ -72,7 +74,41 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 			return "", err
 		}
 		if c.dir {
-			roots = append(roots, c.path)
+			trees = append(trees, c.path)
+		}
+	}
+	for _, p := range trees {
+		if err := get(p); err != nil {
+			return "", err
+		}
+	}
+
+	// Look at every candidate first: until one is judged, nothing is
+	// journaled or stored, so a full scan can still take over.
+	var paths []string
+	look := func(ps []string) {
+		sort.Strings(ps) // a directory at a time
+		for _, p := range ps {
+			c := cands[p]
+			if _, named := ex.last[p]; c.dead && !named {
+				continue
+			}
+			c.cur, c.st, c.err = sc.look(p)
+		}
+		paths = append(paths, ps...)
+	}
+	first := make([]string, 0, len(cands))
+	for p := range cands {
+		first = append(first, p)
+	}
+	look(first)
+	// Only a directory, now or when last seen, has tracked paths
+	// beneath it (or a path never seen: a directory above tracked
+	// ones). Most of a turn's removals are files: no lookup each.
+	var roots []string
+	for _, p := range trees {
+		if c := cands[p]; !c.had || c.old.Type == syscall.S_IFDIR || c.cur.Type == syscall.S_IFDIR {
+			roots = append(roots, p)
 		}
 	}
 	if len(roots) > 0 {
@@ -80,34 +116,29 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		var more []string
 		for p, f := range under {
 			if _, ok := cands[p]; !ok {
 				add(p, f, true)
+				more = append(more, p)
 			}
 		}
+		look(more)
 	}
-	paths := make([]string, 0, len(cands))
-	for p := range cands {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths) // a directory at a time
-
-	// Look at every candidate first: until one is judged, nothing is
-	// journaled or stored, so a full scan can still take over.
+	sort.Strings(paths)
 	inos := map[uint64]bool{}
 	names := map[uint64]uint32{} // names of each file among the candidates
 	for _, p := range paths {
 		c := cands[p]
-		if _, named := ex.last[p]; c.dead && !named {
-			continue
-		}
-		c.cur, c.st, c.err = sc.look(p)
 		if c.err != nil {
 			continue
 		}
-		inos[c.cur.Ino], inos[c.old.Ino] = true, true
-		if c.cur.Type != 0 && c.cur.Type != syscall.S_IFDIR {
-			names[c.cur.Ino]++
+		inos[c.old.Ino] = true
+		if c.st != nil {
+			inos[c.cur.Ino] = true
+			if c.cur.Type != syscall.S_IFDIR {
+				names[c.cur.Ino]++
+			}
 		}
 	}
 	for _, p := range paths {

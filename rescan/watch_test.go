@@ -236,6 +236,25 @@ func TestWatchedRenameBehindTheMount(t *testing.T) {
 	})
 }
 
+// TestWatchedRenameThroughTheMount: one record renames a watched
+// directory with what it holds; the scan takes everything beneath both
+// names as explained, and the directory's mark now answers for its new
+// name: what later happens behind the mount at either is judged as a
+// full scan judges it.
+func TestWatchedRenameThroughTheMount(t *testing.T) {
+	bothWays(t, func(e *watchEnv) {
+		t := e.t
+		e.seed()
+		e.journal(&journal.Record{Kind: journal.KindRename, Path: "src/deep", Path2: "src/moved", Type: syscall.S_IFDIR})
+		e.asMount(func() { must(t, os.Rename(e.path("src/deep"), e.path("src/moved"))) })
+		e.expect(false)
+		must(t, os.WriteFile(e.path("src/moved/c"), []byte("c, behind"), 0o644))
+		must(t, os.Mkdir(e.path("src/deep"), 0o755))
+		must(t, os.WriteFile(e.path("src/deep/b"), []byte("b, behind"), 0o644))
+		e.expect(false, "created src/deep", "created src/deep/b", "modified src")
+	})
+}
+
 // TestWatchedQueueOverflow: when the kernel's event queue overflows,
 // hints are lost, so the next scan is a full one, says why (logged),
 // and finds what changed; the one after stats only what changed again.
