@@ -158,6 +158,56 @@ func (j *Journal) FingerprintsUnder(paths []string) (map[string]Fingerprint, err
 	return out, nil
 }
 
+// FingerprintsOf returns the fingerprints kept for paths, which are in
+// order, read in one pass: a path near the one before is reached by
+// stepping through the keys between, a far one by seeking, so that many
+// paths cost about what reading their stretch of keys costs (one lookup
+// each cost several times more).
+func (j *Journal) FingerprintsOf(paths []string) (map[string]Fingerprint, error) {
+	out := make(map[string]Fingerprint, len(paths))
+	if len(paths) == 0 {
+		return out, nil
+	}
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixFingerprint}})
+		defer it.Close()
+		it.Seek(fingerprintKey(paths[0]))
+		for _, p := range paths {
+			key := fingerprintKey(p)
+			for steps := 0; it.Valid() && bytes.Compare(it.Item().Key(), key) < 0; steps++ {
+				if steps == stepsBeforeSeek {
+					it.Seek(key)
+					break
+				}
+				it.Next()
+			}
+			if !it.Valid() {
+				return nil // past the last one kept
+			}
+			if !bytes.Equal(it.Item().Key(), key) {
+				continue
+			}
+			err := it.Item().Value(func(v []byte) error {
+				f, err := decodeFingerprint(v)
+				out[p] = f
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: fingerprints: %w", err)
+	}
+	return out, nil
+}
+
+// stepsBeforeSeek is how many keys FingerprintsOf steps through before
+// it seeks instead.
+const stepsBeforeSeek = 32
+
 // SaveFingerprints stores set, deletes drop, and then, unless upTo is
 // 0 (a batch of a scan that goes on), notes that records before upTo
 // are accounted for. The fingerprints go first (in

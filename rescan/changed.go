@@ -31,8 +31,6 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		st        *unix.Stat_t
 		err       error
 	}
-	view := s.j.ViewFingerprints()
-	defer view.Close()
 	cands := map[string]*candidate{}
 	add := func(p string, old journal.Fingerprint, had bool) {
 		if had && old.Last < s.window {
@@ -43,44 +41,36 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		}
 		cands[p] = &candidate{old: old, had: had}
 	}
-	get := func(p string) error {
-		if _, ok := cands[p]; ok {
-			return nil
-		}
-		old, had, err := view.Get(p)
-		if err != nil {
-			return err
-		}
-		add(p, old, had)
-		return nil
-	}
+	want := map[string]bool{}
 	for p := range ex.last {
-		if err := get(p); err != nil {
-			return "", err
-		}
+		want[p] = true
 	}
 	// Directories renamed or removed through the mount, or named by an
 	// event as directories: what is beneath them too.
 	trees := make([]string, 0, len(ex.trees))
 	for p := range ex.trees {
 		trees = append(trees, p)
+		want[p] = true
 	}
 	for _, c := range changed {
-		if err := get(c.path); err != nil {
-			return "", err
-		}
-		// Its directory's times moved with its entries.
-		if err := get(parentOf(c.path)); err != nil {
-			return "", err
-		}
+		want[c.path] = true
+		want[parentOf(c.path)] = true // its times moved with its entries
 		if c.dir {
 			trees = append(trees, c.path)
 		}
 	}
-	for _, p := range trees {
-		if err := get(p); err != nil {
-			return "", err
-		}
+	wanted := make([]string, 0, len(want))
+	for p := range want {
+		wanted = append(wanted, p)
+	}
+	sort.Strings(wanted)
+	kept, err := s.j.FingerprintsOf(wanted)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range wanted {
+		old, had := kept[p]
+		add(p, old, had)
 	}
 
 	// Look at every candidate first: until one is judged, nothing is
