@@ -123,6 +123,18 @@ func memorySuite(c *config, r *results) error {
 					{"rolled back", m.rollback},
 				}
 			}},
+		{fmt.Sprintf("%dk-record turn", 2*turnFiles/1000),
+			func(ws string) error { return makeWorkspace(ws, turnFiles) },
+			func(m *memMount) []memPhase {
+				return []memPhase{
+					{"each file rewritten", func() error {
+						return m.open(func() error { return rewrite(m.mnt) })
+					}},
+					{"turn end", m.end},
+					{"diff --stat", func() error { return m.diff(turnFiles, true) }},
+					{"diff", func() error { return m.diff(turnFiles, false) }},
+				}
+			}},
 	}
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.name, c.scenario) {
@@ -233,6 +245,19 @@ func (m *memMount) rollback() error {
 	return nil
 }
 
+// diff asks for the diff of the last turn begun, which must name n
+// files: what cowfs diff (--stat) shows.
+func (m *memMount) diff(n int, stat bool) error {
+	d, err := m.cl.Diff(context.Background(), ctl.DiffRequest{From: ctl.TurnRef(fmt.Sprint(m.num)), Stat: stat})
+	if err != nil {
+		return err
+	}
+	if len(d.Files) != n {
+		return fmt.Errorf("the diff names %d files, not %d", len(d.Files), n)
+	}
+	return nil
+}
+
 // turn runs work in one turn and, if back, rolls it back.
 func (m *memMount) turn(work func() error, back bool) error {
 	if err := m.open(work); err != nil {
@@ -330,6 +355,17 @@ func randomWrites(p string, size, n int) error {
 		}
 	}
 	return f.Close()
+}
+
+// rewrite overwrites every file beneath root: a data and an attribute
+// record each.
+func rewrite(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		return os.WriteFile(p, []byte("rewritten\n"), 0o644)
+	})
 }
 
 // rewriteAndRename overwrites every file beneath root (a data and an
