@@ -83,6 +83,10 @@ type Daemon struct {
 	Notes []string
 
 	afterStep func(int) // a test hook (testhook.go)
+	// leftGate, if set, is called when a diff or a copy of content at
+	// a turn has left the gate and is about to copy: a test hook, so a
+	// test can change the workspace at that exact point.
+	leftGate func()
 
 	stopping chan struct{} // closed by Stop: event streams end
 	rbMu     sync.Mutex    // one rollback, unrevert or turn start at a time

@@ -3,12 +3,14 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -20,8 +22,74 @@ import (
 
 // Diff shows what changed between the start of turn From (or of one of
 // its steps) and its end, the start of a later turn, or now.
+//
+// A diff is one view of the workspace: both ends as of one moment,
+// however the workspace changes while it is made. The journal is pinned
+// under its exclusive gate (journal.Pin), the records in range are
+// streamed — once forward, folded into the changes, once backward,
+// undone into the two ends — and each changed path is looked up at both
+// ends; then the gate is left, and the files' versions are copied,
+// diffed and let go of one by one. An end at the start of an epoch (a
+// turn's or a step's start, a finished turn's end) is rebuilt from the
+// records whatever changes meanwhile (rollback.At). An end inside the
+// open epoch ("now", the end of the running step) is the object itself:
+// its copy is of the pinned moment only if the object is unchanged when
+// the copy is done. One changed in the clock tick before the pin cannot
+// be told unchanged, and is copied under the gate; one found changed
+// makes the diff start again, and the third try holds the gate
+// throughout, as materialize's retries do.
 func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := s.diffOnce(req, attempt == 2)
+		if !errors.Is(err, errChanged) {
+			if err != nil {
+				return ctl.Diff{}, apiError(err)
+			}
+			return out, nil
+		}
+		s.d.log.Info("making a diff again: a file changed while it was copied", "err", err, "attempt", attempt+1)
+	}
+}
+
+// errChanged: an object changed while its version was copied.
+var errChanged = errors.New("changed during the copy")
+
+// quietFor is how long an object must have been left alone for a copy
+// made without the gate to tell whether it changed: a write lands a
+// change time no older than the kernel's coarse clock, one tick (at
+// most 10 ms) behind, so an object whose change time is older than
+// that when it is looked up shows any later write.
+const quietFor = 20 * time.Millisecond
+
+// diffJob is one changed path: its change and its two versions, looked
+// up under the gate.
+type diffJob struct {
+	c        journal.Change
+	oldPath  string // where c's object was when the range began ("": nowhere)
+	old, new found
+}
+
+// found is a version looked up under the gate: what a copy needs.
+type found struct {
+	v      rollback.Version
+	at     *rollback.At
+	live   bool   // inside the open epoch: the copy must find it unchanged
+	target string // a symlink's, read under the gate
+}
+
+func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 	d := s.d
+	g, pin := d.j.Pin()
+	held := true
+	defer func() {
+		pin.Release()
+		if held {
+			g.Leave()
+		}
+	}()
+	pinned := time.Now()
+	// Turns are found under the pin: a prune between finding one and
+	// pinning could have taken its records.
 	from, err := s.findTurn(string(req.From))
 	if err != nil {
 		return ctl.Diff{}, err
@@ -47,93 +115,146 @@ func (s *service) Diff(ctx context.Context, req ctl.DiffRequest) (ctl.Diff, erro
 		toSeq, out.To = to.StartSeq, fmt.Sprintf("turn %d", to.Num)
 	}
 
-	// The changes in range (one step's only, if asked), and the two
-	// versions of each changed file, read under the gate so no change
-	// lands in between.
-	type versions struct {
-		c        journal.Change
-		oldPath  string // where c's object was when the range began ("": nowhere)
-		old, new version
+	// The changes in range (one step's only, if asked), folded as the
+	// records are read.
+	var fold journal.Folder
+	var stepSeen bool
+	var last uint64 // the last record in range
+	end := toSeq
+	if end == 0 {
+		end = pin.Seq
 	}
-	var files []versions
-	err = func() error {
-		g := d.j.Exclusive()
-		defer g.Leave()
-		var all, inRange []*journal.Record
-		err := d.j.Scan(fromSeq, 0, true, func(r *journal.Record) error {
-			all = append(all, r)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var stepSeen bool
-		for i := len(all) - 1; i >= 0; i-- {
-			r := all[i]
-			if toSeq != 0 && r.Seq >= toSeq {
-				break
-			}
-			if req.Step != "" {
-				if r.Turn != from.Num || r.Step != req.Step {
-					continue
-				}
-				if r.Kind == journal.KindEvent && r.Path == journal.EventStep {
-					if !stepSeen {
-						fromSeq = r.Seq // the step's own start
-					}
-					stepSeen = true
-				}
-			}
-			if r.Kind != journal.KindEvent && r.Group == 0 {
-				inRange = append(inRange, r)
-			}
-		}
+	err = d.j.Scan(fromSeq, end, false, func(r *journal.Record) error {
 		if req.Step != "" {
-			if !stepSeen {
-				return ctl.Errorf(ctl.CodeNotFound, "turn %d has no step %q", from.Num, req.Step)
+			if r.Turn != from.Num || r.Step != req.Step {
+				return nil
 			}
-			out.From = fmt.Sprintf("turn %d step %s", from.Num, req.Step)
-			if len(inRange) > 0 {
-				toSeq = inRange[len(inRange)-1].Seq + 1
+			if r.Kind == journal.KindEvent && r.Path == journal.EventStep && !stepSeen {
+				fromSeq, stepSeen = r.Seq, true // the step's own start
 			}
-			out.To = "end of the step"
 		}
-		// Both ends of the range, each undone once for all its files.
-		then := rollback.NewAt(d.tree, since(all, fromSeq), d.area.Path, d.rootDev)
-		end := rollback.NewAt(d.tree, nil, d.area.Path, d.rootDev) // now
-		if toSeq != 0 {
-			end = rollback.NewAt(d.tree, since(all, toSeq), d.area.Path, d.rootDev)
-		}
-		for _, c := range visible(journal.Changes(inRange)) {
-			// The changes name paths as the range left them (a removed
-			// file's follows its directory); the old version is read
-			// where what each is about was when the range began.
-			v := versions{c: c, oldPath: c.Origin}
-			if c.Origin != "" || c.Path == "" {
-				if v.old, err = s.versionAt(then, c.Origin); err != nil {
-					return err
-				}
-			}
-			if v.new, err = s.versionAt(end, c.Path); err != nil {
-				return err
-			}
-			files = append(files, v)
+		if r.Kind != journal.KindEvent && r.Group == 0 {
+			fold.Add(r)
+			last = r.Seq
 		}
 		return nil
-	}()
+	})
 	if err != nil {
-		return ctl.Diff{}, apiError(err)
+		return ctl.Diff{}, err
 	}
-	for _, f := range files {
-		out.Files = append(out.Files, diffFile(f.c, f.oldPath, f.old, f.new, req.Stat))
+	if req.Step != "" {
+		if !stepSeen {
+			return ctl.Diff{}, ctl.Errorf(ctl.CodeNotFound, "turn %d has no step %q", from.Num, req.Step)
+		}
+		out.From = fmt.Sprintf("turn %d step %s", from.Num, req.Step)
+		if last != 0 {
+			toSeq = last + 1
+		}
+		out.To = "end of the step"
 	}
+
+	// Both ends of the range, each undone once for all its files, in
+	// one pass back from the pin.
+	then := rollback.NewAt(d.j, d.tree, pin.Seq, d.area.Path, d.rootDev)
+	endAt := rollback.NewAt(d.j, d.tree, pin.Seq, d.area.Path, d.rootDev) // now
+	err = d.j.Scan(fromSeq, pin.Seq, true, func(r *journal.Record) error {
+		then.Undo(r)
+		if toSeq != 0 && r.Seq >= toSeq {
+			endAt.Undo(r)
+		}
+		return nil
+	})
+	if err != nil {
+		return ctl.Diff{}, err
+	}
+	// An end inside the open epoch is not rebuilt from records.
+	liveEnd := toSeq == 0 || toSeq > pin.EpochSeq
+	liveThen := fromSeq > pin.EpochSeq
+
+	scratch, err := os.CreateTemp(d.loc.Dir, "diff-*")
+	if err != nil {
+		return ctl.Diff{}, err
+	}
+	os.Remove(scratch.Name())
+	defer scratch.Close()
+	var later []diffJob
+	for _, c := range visible(fold.Changes()) {
+		// The changes name paths as the range left them (a removed
+		// file's follows its directory); the old version is read
+		// where what each is about was when the range began.
+		j := diffJob{c: c, oldPath: c.Origin}
+		if c.Origin != "" || c.Path == "" {
+			if j.old, err = s.lookUp(then, c.Origin, liveThen); err != nil {
+				return ctl.Diff{}, err
+			}
+		}
+		if j.new, err = s.lookUp(endAt, c.Path, liveEnd); err != nil {
+			return ctl.Diff{}, err
+		}
+		if hold || j.old.restless(pinned) || j.new.restless(pinned) {
+			f, err := s.diffJob(j, scratch, req.Stat, false)
+			if err != nil {
+				return ctl.Diff{}, err
+			}
+			out.Files = append(out.Files, f)
+			continue
+		}
+		later = append(later, j)
+	}
+	if !hold {
+		g.Leave()
+		held = false
+		if d.leftGate != nil {
+			d.leftGate()
+		}
+	}
+	for _, j := range later {
+		f, err := s.diffJob(j, scratch, req.Stat, true)
+		if err != nil {
+			return ctl.Diff{}, err
+		}
+		out.Files = append(out.Files, f)
+	}
+	sort.SliceStable(out.Files, func(a, b int) bool { return out.Files[a].Path < out.Files[b].Path })
 	return out, nil
 }
 
-// since returns the records of recs (newest first) at or after seq.
-func since(recs []*journal.Record, seq uint64) []*journal.Record {
-	n := sort.Search(len(recs), func(i int) bool { return recs[i].Seq < seq })
-	return recs[:n]
+// lookUp finds what path held at at's time, under the gate.
+func (s *service) lookUp(at *rollback.At, path string, live bool) (found, error) {
+	v, err := at.Find(path)
+	if err != nil {
+		return found{}, err
+	}
+	f := found{v: v, at: at, live: live}
+	if v.Exists && v.Type == syscall.S_IFLNK {
+		f.target, _ = s.d.tree.Readlink(v.Loc)
+	}
+	return f, nil
+}
+
+// restless reports whether f must be copied under the gate: a live
+// version whose object changed too recently for a later copy to tell
+// whether it changed again.
+func (f found) restless(pinned time.Time) bool {
+	return f.live && f.v.Exists && f.v.Type == syscall.S_IFREG &&
+		pinned.Sub(time.Unix(f.v.Ctime.Unix())) < quietFor
+}
+
+// diffJob copies j's two versions into scratch in turn and diffs them.
+// outside: the gate is not held, so a live version must be found
+// unchanged (errChanged if not).
+func (s *service) diffJob(j diffJob, scratch *os.File, stat, outside bool) (ctl.DiffFile, error) {
+	var old, new version
+	var err error
+	if j.c.Origin != "" || j.c.Path == "" {
+		if old, err = s.read(j.old, scratch, outside); err != nil {
+			return ctl.DiffFile{}, err
+		}
+	}
+	if new, err = s.read(j.new, scratch, outside); err != nil {
+		return ctl.DiffFile{}, err
+	}
+	return diffFile(j.c, j.oldPath, old, new, stat), nil
 }
 
 // version is one side of a file's diff.
@@ -145,49 +266,51 @@ type version struct {
 	target   string // symlinks
 }
 
-// versionAt reads path as it was at at's time.
-func (s *service) versionAt(at *rollback.At, path string) (version, error) {
-	d := s.d
-	v, err := at.Find(path)
-	if err != nil || !v.Exists {
-		return version{}, err
+// read copies f's content (a regular file's, up to MaxDiffBytes) by
+// way of scratch.
+func (s *service) read(f found, scratch *os.File, outside bool) (version, error) {
+	v := f.v
+	if !v.Exists {
+		return version{}, nil
 	}
-	out := version{exists: true, typ: v.Type}
-	switch v.Type {
-	case syscall.S_IFLNK:
-		out.target, _ = d.tree.Readlink(v.Loc)
-	case syscall.S_IFREG:
-		// Stat first: a version over MaxDiffBytes is named, not shown,
-		// so it is not copied (the gate is held: writes wait).
-		src, err := v.Open(d.tree)
-		if err != nil {
-			return out, err
-		}
-		defer src.Close()
-		fi, err := src.Stat()
-		if err != nil {
-			return out, err
-		}
-		if v.Size(fi.Size()) > ctl.MaxDiffBytes {
-			out.tooLarge = true
-			return out, nil
-		}
-		tmp, err := os.CreateTemp(d.loc.Dir, "diff-*")
-		if err != nil {
-			return out, err
-		}
-		os.Remove(tmp.Name())
-		defer tmp.Close()
-		if err := v.MaterializeFrom(src, d.j, tmp); err != nil {
-			return out, err
-		}
-		tmp.Seek(0, io.SeekStart)
-		b, err := io.ReadAll(io.LimitReader(tmp, ctl.MaxDiffBytes+1))
-		if err != nil {
-			return out, err
-		}
-		out.content, out.tooLarge = b, len(b) > ctl.MaxDiffBytes
+	out := version{exists: true, typ: v.Type, target: f.target}
+	if v.Type != syscall.S_IFREG {
+		return out, nil
 	}
+	// A version over MaxDiffBytes is named, not shown, so it is not
+	// copied. Its size is known from the lookup: the object's then,
+	// and the records' since.
+	if v.SizeFrom(v.Size) > ctl.MaxDiffBytes {
+		out.tooLarge = true
+		return out, nil
+	}
+	src, err := v.Open(s.d.tree)
+	if err != nil {
+		if outside && errors.Is(err, rollback.ErrMoved) {
+			return out, fmt.Errorf("%w: %v", errChanged, err)
+		}
+		return out, err
+	}
+	defer src.Close()
+	if err := scratch.Truncate(0); err != nil {
+		return out, err
+	}
+	if _, err := scratch.Seek(0, io.SeekStart); err != nil {
+		return out, err
+	}
+	if err := v.MaterializeFrom(src, s.d.j, scratch); err != nil {
+		return out, err
+	}
+	if outside && f.live {
+		if same, err := v.Unchanged(src); err != nil || !same {
+			return out, fmt.Errorf("%w: %s", errChanged, v.Loc)
+		}
+	}
+	b, err := io.ReadAll(io.NewSectionReader(scratch, 0, ctl.MaxDiffBytes+1))
+	if err != nil {
+		return out, err
+	}
+	out.content, out.tooLarge = b, len(b) > ctl.MaxDiffBytes
 	return out, nil
 }
 

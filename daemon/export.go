@@ -168,21 +168,32 @@ func (x *exporter) paths(turns []journal.Turn) error {
 	for p, t := range latest {
 		byTurn[t] = append(byTurn[t], p)
 	}
-	for _, t := range turns {
-		paths := byTurn[t.Num]
-		if len(paths) == 0 {
-			continue
+	// One pass back from the newest record: the turns newest first,
+	// each turn's records undone into one model of the workspace, so
+	// that when the pass reaches a turn's start the model is the
+	// workspace as that turn began, and its paths are read from it.
+	// (Turns apiece would each read every record after their start.)
+	at := rollback.NewAt(x.j, x.tree, x.j.NextSeq(), func(name string) string { return aside.Prefix + name }, x.rootDev)
+	upTo := x.j.NextSeq()
+	var broken error // a pass that failed leaves every older turn unreadable
+	for i := len(turns) - 1; i >= 0; i-- {
+		t := turns[i]
+		if broken == nil && t.StartSeq < upTo {
+			err := x.j.Scan(t.StartSeq, upTo, true, func(r *journal.Record) error {
+				at.Undo(r)
+				return nil
+			})
+			if err != nil {
+				broken = fmt.Errorf("the records since turn %d began: %v", t.Num, err)
+			}
+			upTo = t.StartSeq
 		}
-		var recs []*journal.Record
-		err := x.j.Scan(t.StartSeq, 0, true, func(r *journal.Record) error {
-			recs = append(recs, r)
-			return nil
-		})
-		at := rollback.NewAt(x.tree, recs, func(name string) string { return aside.Prefix + name }, x.rootDev)
+		paths := byTurn[t.Num]
+		sort.Strings(paths)
 		for _, p := range paths {
 			e := ExportedPath{Path: ctl.Path(p), Turn: t.Num}
-			if err != nil {
-				e.State, e.Problem = "unreadable", fmt.Sprintf("the records since turn %d began: %v", t.Num, err)
+			if broken != nil {
+				e.State, e.Problem = "unreadable", broken.Error()
 			} else {
 				x.one(&e, at, p)
 			}

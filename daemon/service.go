@@ -17,7 +17,6 @@ import (
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rollback"
-	"golang.org/x/sys/unix"
 )
 
 // service implements ctl.Service for a daemon.
@@ -343,94 +342,61 @@ func (s *service) Content(ctx context.Context, at, path string) (io.ReadCloser, 
 
 // materialize writes into dst what rel held when t began.
 //
-// The records and the file they describe must be read as of one moment,
-// which the journal's exclusive gate gives — but holding it while a
-// large file is copied would stall every write through the mount. So
-// the copy is optimistic: under the gate, the version is found and its
-// object opened and stat'ed; the gate is released; the copy is made;
-// and if the object's ctime moved meanwhile, it is made again (the last
-// time with the gate held throughout). A write lands a ctime no older
-// than the kernel's coarse clock, one tick (at most 10 ms) behind: an
-// object whose ctime is older than that when first stat'ed shows any
-// later write. One changed more recently is copied under the gate.
+// The object and the records that say what it held must be read as of
+// one moment, which the journal's exclusive gate gives — but holding it
+// while a large file is copied would stall every write through the
+// mount. So the gate is held to pin the records (journal.Pin), undo
+// them into a model of the namespace as it was, find the object the
+// path then named and open it; and left for the copy. A change made
+// during the copy journaled its pre-image before it proceeded: the
+// records appended meanwhile are read after the copy and put back too
+// (rollback.At), so the copy ends as the object was when t began —
+// the start of an epoch, which later changes cannot hide.
 func (s *service) materialize(t journal.Turn, rel string, dst *os.File) error {
-	for attempt := 0; ; attempt++ {
-		done, err := s.materializeOnce(t, rel, dst, attempt == 2)
-		if err != nil || done {
-			return err
-		}
-		s.d.log.Info("copying an earlier version again: the file changed during the copy", "path", rel, "attempt", attempt+1)
-		if err := dst.Truncate(0); err != nil {
-			return err
-		}
-		if _, err := dst.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-	}
-}
-
-// quietFor is how long an object must have been left alone for an
-// optimistic copy (see materialize).
-const quietFor = 20 * time.Millisecond
-
-// materializeOnce tries materialize once; hold keeps the gate for the
-// copy. It reports false if the object changed during the copy.
-func (s *service) materializeOnce(t journal.Turn, rel string, dst *os.File, hold bool) (bool, error) {
 	d := s.d
-	g := d.j.Exclusive()
+	g, pin := d.j.Pin()
 	held := true
 	defer func() {
+		pin.Release()
 		if held {
 			g.Leave()
 		}
 	}()
-	var recs []*journal.Record
-	err := d.j.Scan(t.StartSeq, 0, true, func(r *journal.Record) error {
-		recs = append(recs, r)
-		return nil
-	})
-	if err != nil {
-		return false, err
+	// Found again under the pin: a prune between finding the turn and
+	// pinning may have taken it and its records.
+	if _, err := d.j.FindTurn(fmt.Sprint(t.Num)); err != nil {
+		return apiError(err)
 	}
-	v, err := rollback.Find(d.tree, recs, rel, d.area.Path, d.rootDev)
+	at, err := rollback.Since(d.j, d.tree, t.StartSeq, pin.Seq, d.area.Path, d.rootDev)
 	if err != nil {
-		return false, apiError(err)
+		return err
+	}
+	v, err := at.Find(rel)
+	if err != nil {
+		return apiError(err)
 	}
 	switch {
 	case !v.Exists:
-		return false, ctl.Errorf(ctl.CodeNotFound, "%s did not exist when turn %d began", rel, t.Num)
+		return ctl.Errorf(ctl.CodeNotFound, "%s did not exist when turn %d began", rel, t.Num)
 	case v.Type == syscall.S_IFDIR:
-		return false, ctl.Errorf(ctl.CodeBadRequest, "%s was a directory when turn %d began", rel, t.Num)
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was a directory when turn %d began", rel, t.Num)
 	case v.Type == syscall.S_IFLNK:
 		target, _ := d.tree.Readlink(v.Loc)
-		return false, ctl.Errorf(ctl.CodeBadRequest, "%s was a symlink to %q when turn %d began", rel, target, t.Num)
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was a symlink to %q when turn %d began", rel, target, t.Num)
 	case v.Type != syscall.S_IFREG:
-		return false, ctl.Errorf(ctl.CodeBadRequest, "%s was not a regular file when turn %d began", rel, t.Num)
+		return ctl.Errorf(ctl.CodeBadRequest, "%s was not a regular file when turn %d began", rel, t.Num)
 	}
 	src, err := v.Open(d.tree)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer src.Close()
-	var before unix.Stat_t
-	if err := unix.Fstat(int(src.Fd()), &before); err != nil {
-		return false, err
+	g.Leave()
+	held = false
+	if d.leftGate != nil {
+		d.leftGate()
 	}
-	if !hold && time.Since(time.Unix(0, before.Ctim.Nano())) > quietFor {
-		g.Leave()
-		held = false
-	}
-	if err := v.MaterializeFrom(src, d.j, dst); err != nil {
-		return false, err
-	}
-	if held {
-		return true, nil
-	}
-	var after unix.Stat_t
-	if err := unix.Fstat(int(src.Fd()), &after); err != nil {
-		return false, err
-	}
-	return after.Ctim == before.Ctim && after.Size == before.Size, nil
+	return v.MaterializeFrom(src, d.j, dst)
 }
 
 func (s *service) Shutdown(ctx context.Context) error {

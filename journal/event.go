@@ -103,6 +103,7 @@ func (j *Journal) BeginStep(id, name string) (Turn, error) {
 	// events) are exactly what it changed — at the cost of what each
 	// step destroys, not of the whole file each time.
 	j.epoch++
+	j.epochSeq = j.nextSeq.Load()
 	var detail any
 	if name != "" {
 		detail = StepDetail{Name: name}

@@ -48,6 +48,9 @@ type Journal struct {
 	open  *Turn  // the open turn, or nil
 	step  string // the open turn's current step
 	epoch uint64 // increments at every turn boundary
+	// epochSeq is the sequence number at which the epoch began: the
+	// next record's then (pin.go).
+	epochSeq uint64
 
 	mu       sync.Mutex // serialises turn bookkeeping
 	nextTurn uint64
@@ -59,6 +62,11 @@ type Journal struct {
 	// by deduplication cannot vanish before the record naming it is
 	// committed.
 	content sync.RWMutex
+
+	// kept is held shared by each Pin, exclusively while records are
+	// deleted (pruned, settled, unreverted): a reader of the past keeps
+	// the records it reads (pin.go).
+	kept sync.RWMutex
 
 	packs     *packs        // where content lives (pack.go)
 	chunks    *chunkFilter  // which chunks the index may hold (filter.go)
@@ -260,6 +268,9 @@ func (j *Journal) loadCounters() error {
 			return err
 		}
 		j.nextSeq.Store(lastKeyNum(txn, prefixRecord) + 1)
+		// Nothing is journaled yet in this process: its first epoch
+		// begins here, open turn or not.
+		j.epochSeq = j.nextSeq.Load()
 		j.nextTurn = max(lastKeyNum(txn, prefixTurn)+1, c.NextTurn)
 		if last := lastKeyNum(txn, prefixTurn); last > 0 {
 			t, err := getTurn(txn, last)

@@ -78,6 +78,8 @@ func (j *Journal) leaveWindow(keep int, reason string, dropAside func(name strin
 	}
 
 	dropped := 0
+	done := j.deleting()
+	defer done()
 	err = j.scanBatches(0, cutoff, func(*Record) bool { return true }, func(recs []*Record) error {
 		for _, r := range recs {
 			if r.Aside != "" {

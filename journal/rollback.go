@@ -289,6 +289,9 @@ func rollbacks(txn *badger.Txn) ([]Rollback, error) {
 // the other way round: records of a group whose rollback is gone would
 // look like changes a later rollback must undo.
 func (j *Journal) Unreverted(r *Rollback, dropAside func(string) error) error {
+	// Pins wait until the records and the rollback are gone alike.
+	done := j.deleting()
+	defer done()
 	err := j.scanBatches(r.To, 0, func(rec *Record) bool { return rec.Group == r.ID }, func(group []*Record) error {
 		return j.forget(group, dropAside)
 	})

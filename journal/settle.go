@@ -92,6 +92,10 @@ func (j *Journal) finishSettle(rbs []Rollback) (asides []string, err error) {
 		skipped[s] = true
 	}
 	kept := func(r *Record) bool { return r.Seq < top.To && skipped[r.Seq] }
+	// Pins wait until the records and their turns are gone alike: a
+	// reader never finds a turn without its records.
+	done := j.deleting()
+	defer done()
 	err = j.scanBatches(top.From, 0, func(r *Record) bool { return !kept(r) && (r.Seq < top.To || r.Group == top.ID) },
 		func(drop []*Record) error {
 			for _, r := range drop {

@@ -156,6 +156,7 @@ func (j *Journal) BeginAgentTurn(id, anchor string, agent *Scope, now time.Time)
 	j.open = &t
 	j.step = ""
 	j.epoch++
+	j.epochSeq = j.nextSeq.Load()
 	return t, j.appendEvent(t.Num, "", EventTurnBegin, map[string]string{"id": id, "anchor": anchor})
 }
 
@@ -181,6 +182,7 @@ func (j *Journal) EndTurn(now time.Time) (Turn, error) {
 	j.open = nil
 	j.step = ""
 	j.epoch++
+	j.epochSeq = j.nextSeq.Load()
 	return t, nil
 }
 

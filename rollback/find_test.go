@@ -36,35 +36,6 @@ func TestFind(t *testing.T) {
 	t3 := w.begin()
 	w.end()
 
-	var all []*journal.Record
-	must(t, w.j.Scan(0, 0, true, func(r *journal.Record) error { all = append(all, r); return nil }))
-	since := func(turn journal.Turn) []*journal.Record {
-		var out []*journal.Record
-		for _, r := range all {
-			if r.Seq >= turn.StartSeq {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	// read returns what p held when recs began, "-" if nothing.
-	read := func(recs []*journal.Record, p string) (string, error) {
-		v, err := Find(w.env.Tree, recs, p, func(n string) string { return aside.Prefix + n }, w.dev)
-		switch {
-		case err != nil:
-			return "", err
-		case !v.Exists:
-			return "-", nil
-		case v.Type != syscall.S_IFREG:
-			return "", errors.New("not a file")
-		}
-		tmp, err := os.CreateTemp(t.TempDir(), "v")
-		must(t, err)
-		defer tmp.Close()
-		must(t, v.Materialize(w.env.Tree, w.j, tmp))
-		b, err := os.ReadFile(tmp.Name())
-		return string(b), err
-	}
 	for _, c := range []struct {
 		turn journal.Turn
 		path string
@@ -83,7 +54,7 @@ func TestFind(t *testing.T) {
 		{t3, "gone", "-"},
 		{t3, "r", "replacement"},
 	} {
-		got, err := read(since(c.turn), c.path)
+		got, err := w.readAt(c.turn, c.path)
 		if err != nil || got != c.want {
 			t.Errorf("turn %d %s = %q, %v; want %q", c.turn.Num, c.path, got, err, c.want)
 		}
@@ -143,11 +114,11 @@ func TestFindThroughLaterRenames(t *testing.T) {
 // readAt returns what p held when turn began, "-" if nothing.
 func (w *ws) readAt(turn journal.Turn, p string) (string, error) {
 	w.t.Helper()
-	var recs []*journal.Record
-	if err := w.j.Scan(turn.StartSeq, 0, true, func(r *journal.Record) error { recs = append(recs, r); return nil }); err != nil {
+	at, err := Since(w.j, w.env.Tree, turn.StartSeq, w.j.NextSeq(), func(n string) string { return aside.Prefix + n }, w.dev)
+	if err != nil {
 		w.t.Fatal(err)
 	}
-	v, err := Find(w.env.Tree, recs, p, func(n string) string { return aside.Prefix + n }, w.dev)
+	v, err := at.Find(p)
 	switch {
 	case err != nil:
 		return "", err

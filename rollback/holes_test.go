@@ -12,8 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cowfs/cowfs/journal"
-
 	"github.com/cowfs/cowfs/test/testenv"
 )
 
@@ -165,15 +163,11 @@ func TestMaterializeSparse(t *testing.T) {
 		size int64
 		head string
 	}{{t1.Num, 5, "start"}, {t2.Num, size, "start"}} {
-		var since []*journal.Record
-		err := w.j.Scan(w.turnNum(c.turn).StartSeq, 0, true, func(r *journal.Record) error {
-			since = append(since, r)
-			return nil
-		})
+		at, err := Since(w.j, w.env.Tree, w.turnNum(c.turn).StartSeq, w.j.NextSeq(), w.area.Path, w.dev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := Find(w.env.Tree, since, "s", w.area.Path, w.dev)
+		v, err := at.Find("s")
 		if err != nil {
 			t.Fatal(err)
 		}

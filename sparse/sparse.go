@@ -156,7 +156,9 @@ func Copy(dst, src *os.File, n int64) error {
 	}
 	end = min(end, n)
 	ext := Data(int(src.Fd()), 0, end)
-	buf := make([]byte, 1<<20)
+	// No larger than what is copied: a diff copies thousands of small
+	// files, each a buffer of its own.
+	buf := make([]byte, max(1, min(1<<20, end)))
 	for _, e := range ext {
 		for off := e.Off; off < e.End(); {
 			n := min(int64(len(buf)), e.End()-off)
