@@ -14,6 +14,18 @@
 // are unique within the window because removed inodes are kept aside,
 // not freed.
 //
+// # Reading the past
+//
+// At (cat --at, diff, export) is the same going back without a plan:
+// the records since a time are streamed newest first from the journal
+// into past and an index of each inode's data and attribute records
+// (their numbers, never the records), so a workspace's past costs its
+// paths and 24 bytes a record, and a file's version is found in its
+// index. Lookups are made under the journal's gate, pinned (journal.Pin);
+// copies after it is left: the records appended while an object was
+// copied are read once the copy is made and undone first, so a version
+// at the start of an epoch comes out exact whatever changed meanwhile.
+//
 // # Containment
 //
 // Every path is resolved beneath the backing root with openat2
