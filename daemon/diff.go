@@ -204,6 +204,8 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 	if !hold {
 		g.Leave()
 		held = false
+		d.log.Debug("diff: the gate left", "files", len(out.Files)+len(later), "copied under it", len(out.Files),
+			"held", time.Since(pinned))
 		if d.leftGate != nil {
 			d.leftGate()
 		}
