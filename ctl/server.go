@@ -352,6 +352,9 @@ func reply(w http.ResponseWriter, status int, v any, err error) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if s, ok := v.(interface{ WriteJSON(io.Writer) error }); ok {
+		return s.WriteJSON(w) // a large reply, written as it is encoded
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
