@@ -188,6 +188,7 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 	changes := visible(fold.Changes())
 	fold = journal.Folder{} // its map goes while the jobs are made
 	later = make([]diffJob, 0, len(changes))
+	out.Files = make([]ctl.DiffFile, 0, len(changes)) // not grown, copied and grown again
 	for i := range changes {
 		c := changes[i]
 		changes[i] = journal.Change{} // and each change's strings
