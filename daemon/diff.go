@@ -61,6 +61,9 @@ var errChanged = errors.New("changed during the copy")
 // that when it is looked up shows any later write.
 const quietFor = 20 * time.Millisecond
 
+// diffChunk is how many jobs are kept in one allocation.
+const diffChunk = 4096
+
 // diffJob is one changed path: what its line in the diff needs of its
 // change (not the change: its caller's command line, its times), and
 // its two versions, looked up under the gate. A diff of 50,000 files
@@ -184,14 +187,19 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 	}
 	os.Remove(scratch.Name())
 	defer scratch.Close()
-	var later []diffJob
+	// The jobs left for after the gate, in chunks: each is let go of
+	// once copied, so the jobs shrink as the diff's text grows.
+	var later [][]diffJob
+	waiting := 0
 	changes := visible(fold.Changes())
-	fold = journal.Folder{} // its map goes while the jobs are made
-	later = make([]diffJob, 0, len(changes))
-	out.Files = make([]ctl.DiffFile, 0, len(changes)) // not grown, copied and grown again
+	// The fold's map goes while the jobs are made, and each change's
+	// strings as its job is made; the files are one slice, not grown,
+	// copied and grown again.
+	fold = journal.Folder{}
+	out.Files = make([]ctl.DiffFile, 0, len(changes))
 	for i := range changes {
 		c := changes[i]
-		changes[i] = journal.Change{} // and each change's strings
+		changes[i] = journal.Change{}
 		// The changes name paths as the range left them (a removed
 		// file's follows its directory); the old version is read
 		// where what each is about was when the range began.
@@ -212,23 +220,30 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 			out.Files = append(out.Files, f)
 			continue
 		}
-		later = append(later, j)
+		if len(later) == 0 || len(later[len(later)-1]) == cap(later[len(later)-1]) {
+			later = append(later, make([]diffJob, 0, min(diffChunk, len(changes)-i)))
+		}
+		later[len(later)-1] = append(later[len(later)-1], j)
+		waiting++
 	}
 	if !hold {
 		g.Leave()
 		held = false
-		d.log.Debug("diff: the gate left", "files", len(out.Files)+len(later), "copied under it", len(out.Files),
+		d.log.Debug("diff: the gate left", "files", len(out.Files)+waiting, "copied under it", len(out.Files),
 			"held", time.Since(pinned))
 		if d.leftGate != nil {
 			d.leftGate()
 		}
 	}
-	for _, j := range later {
-		f, err := s.diffJob(j, scratch, req.Stat, true)
-		if err != nil {
-			return ctl.Diff{}, err
+	for k, chunk := range later {
+		for _, j := range chunk {
+			f, err := s.diffJob(j, scratch, req.Stat, true)
+			if err != nil {
+				return ctl.Diff{}, err
+			}
+			out.Files = append(out.Files, f)
 		}
-		out.Files = append(out.Files, f)
+		later[k] = nil
 	}
 	sort.SliceStable(out.Files, func(a, b int) bool { return out.Files[a].Path < out.Files[b].Path })
 	return out, nil
