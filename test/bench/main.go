@@ -2,7 +2,7 @@
 // fuse-overlayfs and git shadow snapshots, side by side in one run:
 //
 //	go run ./test/bench            # full: Go's src, a 1 GiB file, 5 runs
-//	go run ./test/bench -quick     # src/crypto, 256 MiB, about 5 minutes
+//	go run ./test/bench -quick     # src/crypto, 256 MiB
 //	go run ./test/bench -only storage   # the journal: bytes and time per turn
 //	go run ./test/bench -only memory    # the daemon's peak RSS per workload
 //	go run ./test/bench -only stack     # undo after undo, and a walk back through the window
@@ -49,7 +49,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.BoolVar(&c.quick, "quick", false, "smaller data and fewer workspaces: under 3 minutes on 2 cores")
+	flag.BoolVar(&c.quick, "quick", false, "smaller data and fewer workspaces (src/crypto, a 256 MiB file)")
 	flag.IntVar(&c.runs, "runs", 5, "runs of each workload on each target (medians are taken over them)")
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
