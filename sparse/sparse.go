@@ -41,9 +41,12 @@ func (e Extent) End() int64 { return e.Off + e.Len }
 func Data(fd int, lo, hi int64) []Extent {
 	var ext []Extent
 	for pos := lo; pos < hi; {
-		d, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		// Where the next hole starts, first: a range that is all data
+		// (nearly every pre-image a write captures) takes this one
+		// call, where asking for data first took two.
+		h, err := unix.Seek(fd, pos, unix.SEEK_HOLE)
 		if errors.Is(err, unix.ENXIO) {
-			break // holes from pos on (or the file shrank meanwhile)
+			break // pos is past the end: the file shrank meanwhile
 		}
 		if err != nil {
 			// No answer (not a filesystem's generic one, even): read
@@ -51,21 +54,32 @@ func Data(fd int, lo, hi int64) []Extent {
 			ext = append(ext, Extent{pos, hi - pos})
 			break
 		}
+		if h > pos {
+			h = min(h, hi)
+			ext = append(ext, Extent{pos, h - pos})
+			pos = h
+			continue
+		}
+		// A hole at pos: data starts again at d, if at all.
+		d, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // holes from pos on (or the file shrank meanwhile)
+		}
+		if err != nil {
+			ext = append(ext, Extent{pos, hi - pos})
+			break
+		}
 		if d >= hi {
 			break
 		}
-		h, err := unix.Seek(fd, d, unix.SEEK_HOLE)
-		if err != nil || h > hi {
-			h = hi
+		if d <= pos {
+			// Data where it was just told of a hole: something
+			// changed the file meanwhile. Read a block as data
+			// (reading is always right) and ask again after it.
+			d = min(pos+4096, hi)
+			ext = append(ext, Extent{pos, d - pos})
 		}
-		if h <= d {
-			// A hole where it was just told of data: something changed
-			// the file meanwhile. Read a block as data (reading is
-			// always right) and ask again after it.
-			h = min(d+4096, hi)
-		}
-		ext = append(ext, Extent{d, h - d})
-		pos = h
+		pos = d
 	}
 	return ext
 }

@@ -138,3 +138,24 @@ func TestCopy(t *testing.T) {
 		t.Errorf("copy of 100 bytes: %d", st.Size())
 	}
 }
+
+// TestDataFromHole: a range that starts in a hole, or in data and ends
+// in it, or holds only data.
+func TestDataFromHole(t *testing.T) {
+	const mb = 1 << 20
+	f := file(t, 4*mb, mb, 2*mb)
+	for _, c := range []struct {
+		lo, hi int64
+		want   []Extent
+	}{
+		{8192, mb + 100, []Extent{{mb, 100}}},
+		{mb + 10, mb + 20, []Extent{{mb + 10, 10}}},
+		{mb + 10, 2*mb + 4096, []Extent{{mb + 10, 4096 - 10}, {2 * mb, 4096}}},
+		{0, mb, nil},
+	} {
+		got := Data(int(f.Fd()), c.lo, c.hi)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("Data(%d, %d): %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
