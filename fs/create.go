@@ -74,9 +74,10 @@ func (n *Node) made(ctx context.Context, c *change, dir int, name string, err er
 }
 
 // make journals the creation of name, of type typ, then has mk create it
-// in n's directory descriptor, as the caller; perm turns the mode asked
-// for into the mode to create with (umask.go).
-func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.EntryOut, mk func(dir int, perm func(uint32) uint32) error) (*gofs.Inode, syscall.Errno) {
+// in n's directory descriptor, as the caller, with perm: the permission
+// bits mode asked for, as the entry is to have them (umask.go; a
+// symlink has none).
+func (n *Node) make(ctx context.Context, name string, typ, mode uint32, out *fuse.EntryOut, mk func(dir int, perm uint32) error) (*gofs.Inode, syscall.Errno) {
 	dir, done, e := n.inode()
 	if e != 0 {
 		return nil, e
@@ -88,8 +89,13 @@ func (n *Node) make(ctx context.Context, name string, typ uint32, out *fuse.Entr
 		return nil, e
 	}
 	who := c.who()
-	perm := func(mode uint32) uint32 { return n.fs.createMode(who, dir, mode) }
-	err := c.did(asCaller(who, func() error { return unmasked(func() error { return mk(dir, perm) }) }))
+	err := c.did(asCaller(who, func() error {
+		var perm uint32
+		if typ != syscall.S_IFLNK {
+			perm = n.fs.createMode(who, dir, mode&07777)
+		}
+		return unmasked(perm, func() error { return mk(dir, perm) })
+	}))
 	if errors.Is(err, syscall.EEXIST) {
 		// The kernel asks only for a name it believes missing: its
 		// negative entry is stale (the name was made behind the
@@ -118,23 +124,23 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 var _ = (gofs.NodeMkdirer)((*Node)(nil))
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, syscall.S_IFDIR, out, func(dir int, perm func(uint32) uint32) error {
-		return unix.Mkdirat(dir, name, perm(mode&07777))
+	return n.make(ctx, name, syscall.S_IFDIR, mode, out, func(dir int, perm uint32) error {
+		return unix.Mkdirat(dir, name, perm)
 	})
 }
 
 var _ = (gofs.NodeMknoder)((*Node)(nil))
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, mode&syscall.S_IFMT, out, func(dir int, perm func(uint32) uint32) error {
-		return unix.Mknodat(dir, name, mode&^07777|perm(mode&07777), int(rdev))
+	return n.make(ctx, name, mode&syscall.S_IFMT, mode, out, func(dir int, perm uint32) error {
+		return unix.Mknodat(dir, name, mode&^07777|perm, int(rdev))
 	})
 }
 
 var _ = (gofs.NodeSymlinker)((*Node)(nil))
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.make(ctx, name, syscall.S_IFLNK, out, func(dir int, _ func(uint32) uint32) error {
+	return n.make(ctx, name, syscall.S_IFLNK, 0, out, func(dir int, _ uint32) error {
 		return unix.Symlinkat(target, dir, name)
 	})
 }
@@ -212,7 +218,7 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	who := c.who()
 	perm := n.fs.createMode(who, dir, mode&07777)
 	err := asCaller(who, func() error {
-		return unmasked(func() error {
+		return unmasked(perm, func() error {
 			var err error
 			fd, err = unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, perm)
 			return err

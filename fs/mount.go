@@ -168,6 +168,7 @@ func New(cfg Config) (*Mount, error) {
 	area := cfg.Aside
 	area.SetInUse(func(name string) bool { return root.fs.orphans.holds(area.Path(name)) })
 	root.fs.orphans.left = func(p string) { root.fs.later(func() { root.fs.freeKept(p) }) }
+	noteOwnUmask() // umask.go
 	var inner fuse.RawFileSystem = umaskFS{gofs.NewNodeFS(root, opts), &root.fs.umasks}
 	inner = writebackFS{inner, &root.fs.writebacks} // rewritten.go
 	if root.fs.keepCache() {

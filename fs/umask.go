@@ -2,9 +2,12 @@ package fs
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
 	"golang.org/x/sys/unix"
@@ -130,10 +133,17 @@ func (fs *filesystem) createMode(c caller, dir int, mode uint32) uint32 {
 	return mode &^ umask // ENODATA; any other error errs on the safe side
 }
 
-// unmasked runs fn, a call that creates an entry with a mode createMode
-// decided, with the calling thread's umask 0 (see the package doc
-// above).
-func unmasked(fn func() error) error {
+// unmasked runs fn, a call that creates an entry with permission bits
+// perm (createMode decided them), with the calling thread's umask 0 (see
+// the package doc above) — unless the daemon's umask takes none of
+// perm's bits away: then it changes nothing, and fn runs as it is
+// (where a default ACL applies, the backing filesystem ignores any
+// umask). Most modes pass so (0644, 0755, 0600 under umask 022),
+// which saves a creation three system calls.
+func unmasked(perm uint32, fn func() error) error {
+	if perm&0o777&ownUmask.Load() == 0 {
+		return fn()
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// A no-op once the thread's filesystem context is its own, unless
@@ -143,4 +153,29 @@ func unmasked(fn func() error) error {
 	}
 	defer unix.Umask(unix.Umask(0))
 	return fn()
+}
+
+// ownUmask is the process's umask, read when a mount starts (it is
+// never changed while one serves: see above); 0777 until then, or if it
+// cannot be read, so that every creation takes its thread's umask to 0.
+var ownUmask atomic.Uint32
+
+func init() { ownUmask.Store(0o777) }
+
+// noteOwnUmask reads the umask from the calling thread's status (Linux
+// 4.7 on), which, unlike umask(2), does not set it meanwhile. The
+// thread shares it with every other that has not unshared its own
+// (unmasked), and those have a copy of it.
+func noteOwnUmask() {
+	mask := uint32(0o777)
+	if b, err := os.ReadFile("/proc/thread-self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					mask = uint32(m) & 0o777
+				}
+			}
+		}
+	}
+	ownUmask.Store(mask)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -67,5 +68,19 @@ func TestUmaskOfTheProcessKept(t *testing.T) {
 		if st, err := os.Lstat(filepath.Join(mnt, p)); err != nil || st.Mode().Perm() != want {
 			t.Errorf("%s: %v %v, want %v", p, st.Mode(), err, want)
 		}
+	}
+}
+
+// The daemon's umask is read as the process has it when a mount starts:
+// creations whose mode it would not change skip setting the thread's.
+func TestOwnUmaskNoted(t *testing.T) {
+	runtime.LockOSThread() // a thread an earlier mount unshared has a umask of its own
+	defer runtime.UnlockOSThread()
+	old := syscall.Umask(0o027)
+	defer syscall.Umask(old)
+	noteOwnUmask()
+	defer noteOwnUmask()
+	if got := ownUmask.Load(); got != 0o027 {
+		t.Fatalf("umask noted: %04o, want 0027", got)
 	}
 }
