@@ -45,6 +45,9 @@ type Options struct {
 	// NoSuid and NoDev mount the view nosuid and nodev whatever the
 	// backing filesystem allows (see fs.Config).
 	NoSuid, NoDev bool
+	// NoPassthrough keeps the daemon on the path of every read and
+	// write, also of files the epoch created (see fs.Config).
+	NoPassthrough bool
 	// Agent is the agent scope of every turn that names none (agent.go);
 	// empty: such a turn belongs to every process.
 	Agent ctl.AgentScope
@@ -171,7 +174,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 		Root: d.rootFd, Mountpoint: mnt, FsName: ws,
 		Journal: d.j, Aside: d.area, Agents: d.agents, Logger: log, Debug: opts.Debug,
 		CacheTimeout: opts.CacheTimeout, MaxNodes: opts.MaxNodes,
-		NoSuid: opts.NoSuid, NoDev: opts.NoDev,
+		NoSuid: opts.NoSuid, NoDev: opts.NoDev, NoPassthrough: opts.NoPassthrough,
 	})
 	if err != nil {
 		return nil, err

@@ -78,15 +78,22 @@ func (n *Node) made(ctx context.Context, c *change, dir int, name string, err er
 // bits mode asked for, as the entry is to have them (umask.go; a
 // symlink has none).
 func (n *Node) make(ctx context.Context, name string, typ, mode uint32, out *fuse.EntryOut, mk func(dir int, perm uint32) error) (*gofs.Inode, syscall.Errno) {
+	ch, _, e := n.makeAs(ctx, name, typ, mode, out, mk)
+	return ch, e
+}
+
+// makeAs is make that also says whether the creator is the turn's agent
+// (agent.go; true outside a turn or with no agent scope).
+func (n *Node) makeAs(ctx context.Context, name string, typ, mode uint32, out *fuse.EntryOut, mk func(dir int, perm uint32) error) (*gofs.Inode, bool, syscall.Errno) {
 	dir, done, e := n.inode()
 	if e != 0 {
-		return nil, e
+		return nil, false, e
 	}
 	defer done()
 	c := n.fs.rec.begin(ctx, nil)
 	defer c.end()
 	if e := n.newEntry(c, dir, name, typ, "", 0); e != 0 {
-		return nil, e
+		return nil, false, e
 	}
 	who := c.who()
 	err := c.did(asCaller(who, func() error {
@@ -105,20 +112,8 @@ func (n *Node) make(ctx context.Context, name string, typ, mode uint32, out *fus
 		// any), mkdir and O_EXCL fail with EEXIST, as natively.
 		err = syscall.ESTALE
 	}
-	return n.made(ctx, c, dir, name, err, out)
-}
-
-var _ = (gofs.NodeCreater)((*Node)(nil))
-
-// Create declines, as Open does (io.go): the kernel then makes a file
-// that open(O_CREAT) creates with MKNOD and opens it without asking,
-// like any other file, so a creation is one kind of request, and a name
-// made behind the mount's back is answered in one place (make). The
-// kernel skips the permission check on opening a file the same call
-// created, so a file created read-only is still writable through that
-// descriptor, as natively.
-func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.ENOSYS
+	ch, e := n.made(ctx, c, dir, name, err, out)
+	return ch, !c.notAgent(), e
 }
 
 var _ = (gofs.NodeMkdirer)((*Node)(nil))

@@ -56,6 +56,9 @@ type Config struct {
 	// NoDev mounts the view nodev: device nodes cannot be opened.
 	// Otherwise they can where the backing filesystem lets them.
 	NoDev bool
+	// NoPassthrough keeps the daemon on the path of every read and write,
+	// also of files the epoch created (passthrough.go).
+	NoPassthrough bool
 }
 
 // DefaultCacheTimeout is how long the kernel caches by default.
@@ -70,6 +73,7 @@ type Mount struct {
 	raw        *counting
 	closeOnce  sync.Once
 	trimDone   chan struct{} // ends the trimmer
+	log        *slog.Logger
 }
 
 // ErrNoFUSE: /dev/fuse is missing.
@@ -187,7 +191,8 @@ func New(cfg Config) (*Mount, error) {
 	if err := syscall.Stat(cfg.Mountpoint, &mst); err == nil {
 		root.fs.dev.Store(mst.Dev)
 	}
-	m := &Mount{server: server, mountpoint: cfg.Mountpoint, root: root, raw: raw, trimDone: make(chan struct{})}
+	m := &Mount{server: server, mountpoint: cfg.Mountpoint, root: root, raw: raw, trimDone: make(chan struct{}), log: logger}
+	m.probePassthrough(!cfg.NoPassthrough, logger.Warn)
 	root.fs.apart(func() {
 		root.fs.trim.run(root.EmbeddedInode(), m.trimDone, func(err error) {
 			logger.Warn("the kernel refuses to prune nodes: the daemon's memory grows with what it caches", "err", err)
@@ -225,6 +230,7 @@ func (m *Mount) EpochBegan() {
 	epoch := g.Epoch
 	g.Leave()
 	rec.forgetEpoch(epoch)
+	m.root.fs.pass.captureLive(m.log.Warn)
 }
 
 // Wait returns when the kernel has ended the mount.

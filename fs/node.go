@@ -65,6 +65,7 @@ type filesystem struct {
 	rewrites     rewrites   // nodes a rollback rewrote, until their pages are dropped (rewritten.go)
 	writebacks   writebacks // WRITEs in flight that write cached pages back (rewritten.go)
 	trim         *trimmer
+	pass         passthrough // files the kernel writes itself (passthrough.go)
 }
 
 // keepCache says whether the kernel keeps pages and listings across

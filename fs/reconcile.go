@@ -179,7 +179,9 @@ func (m *Mount) Replaced(p string) {
 // since the last call (Unix nanoseconds, after the change), for package
 // rescan: a later ctime means a change outside the mount. The caller
 // holds the journal's gate exclusively.
-func (m *Mount) TakeStamps() map[uint64]int64 { return m.root.fs.rec.takeStamps() }
+func (m *Mount) TakeStamps() map[uint64]int64 {
+	return m.root.fs.pass.stampLive(m.root.fs.rec.takeStamps())
+}
 
 // Changed records that p (identity ino, linked if it has other names)
 // changed in place.

@@ -196,6 +196,18 @@ func (c *change) end() {
 // without asking for its state: renames and links.
 func (c *change) stamp(ino uint64) { c.touched = append(c.touched, ino) }
 
+// stampNow notes that the mount changed inode ino up to now (a file the
+// kernel wrote itself: passthrough.go).
+func (r *recorder) stampNow(ino uint64) {
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stamps == nil {
+		r.stamps = map[uint64]int64{}
+	}
+	r.stamps[ino] = now
+}
+
 // takeStamps returns the stamps since the last call, and forgets them.
 func (r *recorder) takeStamps() map[uint64]int64 {
 	r.mu.Lock()

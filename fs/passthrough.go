@@ -1,0 +1,310 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
+	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/aside"
+	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/journal"
+)
+
+// Passthrough: the kernel reads and writes a file the epoch created
+// itself, on the backing file, without a round trip (FUSE passthrough).
+// Such a file has no pre-image to keep: undo deletes it. See the
+// package doc ("Files the epoch created") for why no byte of a later
+// epoch escapes the journal.
+//
+// Only CREATE hands out a backing file: the open that creates the file
+// (open with O_CREAT of a name that does not exist). Opens stay unseen
+// (io.go), so a later open of the same file goes through the daemon as
+// before. Each such file stays in the live set until no writer of its
+// backing inode remains: no handle the kernel has not released, and no
+// writable open of the inode at all (a shared writable mapping holds
+// one after its descriptor is closed), which a read lease tells
+// (writersRemain). At every boundary (Mount.EpochBegan), a live file
+// still written is captured whole, as its pre-image in the new epoch.
+
+// passthrough is the mount's passthrough state.
+type passthrough struct {
+	// state: ptProbing until the mount has checked that the kernel
+	// takes backing files (Mount.probePassthrough), then ptOn or ptOff.
+	state atomic.Int32
+	mu    sync.Mutex
+	live  map[*Node]*liveFile
+}
+
+const (
+	ptProbing int32 = iota
+	ptOn
+	ptOff
+)
+
+// liveFile is a file the kernel may write without the daemon.
+type liveFile struct {
+	opens   int         // passthrough handles not released
+	creator fuse.Caller // who created it: a capture is journaled as theirs
+}
+
+// declines says whether CREATE is declined (ENOSYS), as without
+// passthrough: the kernel then creates files with MKNOD.
+func (p *passthrough) declines() bool { return p.state.Load() == ptOff }
+
+func (p *passthrough) on() bool { return p.state.Load() == ptOn }
+
+var _ = (gofs.NodeCreater)((*Node)(nil))
+
+// Create creates a regular file and opens it. With passthrough off it
+// declines, as Open does (io.go): the kernel then makes the file with
+// MKNOD and opens it without asking, so a creation is one kind of
+// request, and a name made behind the mount's back is answered in one
+// place (make). With passthrough on, the new file is created the same
+// way (make: journaled, as the caller, ESTALE for a stale negative
+// entry) and the open is given the backing file, if the creator is the
+// turn's agent; otherwise it gets no handle and is read and written
+// through the daemon. Once CREATE has been answered it is never
+// declined: the kernel would stop sending it for good. The kernel skips
+// the permission check on opening a file the same call created, so a
+// file created read-only is still writable through that descriptor, as
+// natively.
+func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	p := &n.fs.pass
+	if p.declines() {
+		return nil, nil, 0, syscall.ENOSYS
+	}
+	ch, agent, e := n.makeAs(ctx, name, syscall.S_IFREG, mode, out, func(dir int, perm uint32) error {
+		return unix.Mknodat(dir, name, syscall.S_IFREG|perm, 0)
+	})
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	cn, ok := ch.Operations().(*Node)
+	if !ok || !agent || !p.on() {
+		return ch, nil, n.openFlags(0), 0
+	}
+	// The kernel opens the backing file anew with the caller's open
+	// flags; this descriptor only names it.
+	fd, e := n.openChild(name, cn)
+	if e != 0 {
+		return ch, nil, n.openFlags(0), 0
+	}
+	var creator fuse.Caller
+	if fc, ok := fuse.FromContext(ctx); ok {
+		creator = *fc
+	}
+	p.opened(cn, creator)
+	return ch, &passthroughFile{n: cn, fd: fd}, 0, 0
+}
+
+// openChild opens name in directory n read-only, never following a
+// symlink, and checks that it is ch's inode: go-fuse links a created
+// node into its tree only after Create returns, so ch.open cannot find
+// it yet.
+func (n *Node) openChild(name string, ch *Node) (int, syscall.Errno) {
+	dir, done, e := n.inode()
+	if e != 0 {
+		return -1, e
+	}
+	defer done()
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errno(err)
+	}
+	st, err := backing.Fstat(fd)
+	if err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || n.idOf(st) != ch.StableAttr().Ino {
+		unix.Close(fd)
+		return -1, syscall.ESTALE
+	}
+	return fd, 0
+}
+
+// opened notes a passthrough handle of n.
+func (p *passthrough) opened(n *Node, creator fuse.Caller) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live == nil {
+		p.live = map[*Node]*liveFile{}
+	}
+	lf := p.live[n]
+	if lf == nil {
+		lf = &liveFile{creator: creator}
+		p.live[n] = lf
+	}
+	lf.opens++
+}
+
+// released notes that the kernel released a passthrough handle of n.
+// The inode is stamped (rescan: its writes were the mount's), and once
+// no writer remains it leaves the live set.
+func (p *passthrough) released(n *Node) {
+	n.fs.rec.stampNow(n.StableAttr().Ino)
+	p.mu.Lock()
+	lf := p.live[n]
+	if lf == nil {
+		p.mu.Unlock()
+		return
+	}
+	lf.opens--
+	last := lf.opens == 0
+	p.mu.Unlock()
+	if last && !n.writersRemain() {
+		p.mu.Lock()
+		if lf.opens == 0 {
+			delete(p.live, n)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// passthroughFile is the handle of an open the kernel serves itself.
+type passthroughFile struct {
+	n  *Node
+	fd int // names the backing file for the kernel (go-fuse's bridge registers it)
+}
+
+var _ = (gofs.FilePassthroughFder)((*passthroughFile)(nil))
+
+func (f *passthroughFile) PassthroughFd() (int, bool) { return f.fd, true }
+
+var _ = (gofs.FileReleaser)((*passthroughFile)(nil))
+
+func (f *passthroughFile) Release(ctx context.Context) syscall.Errno {
+	unix.Close(f.fd)
+	f.n.fs.pass.released(f.n)
+	return 0
+}
+
+// writersRemain reports whether any writable open of n's backing inode
+// may remain: a descriptor, or a shared writable mapping (which holds
+// its file open). A read lease is granted only on an inode nobody has
+// open for writing (fcntl F_SETLEASE, F_RDLCK; the daemon has
+// CAP_LEASE); it is given back at once. When the inode cannot be
+// opened (it has no name left), nothing of the workspace can be written
+// through it.
+func (n *Node) writersRemain() bool {
+	fd, e := n.open(syscall.O_RDONLY)
+	if e != 0 {
+		return false
+	}
+	defer unix.Close(fd)
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+		return true // EAGAIN: open for writing; anything else: assume so
+	}
+	unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+	return false
+}
+
+// captureLive journals, in the epoch that has just begun, the whole
+// content of every file of the live set that may still be written, and
+// lets go of the others: what a writer still holding a backing file
+// writes from now on changes bytes whose pre-image is journaled.
+func (p *passthrough) captureLive(log func(msg string, args ...any)) {
+	p.mu.Lock()
+	type entry struct {
+		n  *Node
+		lf *liveFile
+	}
+	var all []entry
+	for n, lf := range p.live {
+		all = append(all, entry{n, lf})
+	}
+	p.mu.Unlock()
+	for _, e := range all {
+		p.mu.Lock()
+		open := e.lf.opens > 0
+		p.mu.Unlock()
+		if !open && !e.n.writersRemain() {
+			p.mu.Lock()
+			if e.lf.opens == 0 {
+				delete(p.live, e.n)
+			}
+			p.mu.Unlock()
+			continue
+		}
+		if err := e.n.captureWhole(e.lf.creator); err != nil {
+			log("cannot capture a file still open for writing at the boundary", "ino", e.n.StableAttr().Ino, "err", err)
+		}
+	}
+}
+
+// captureWhole journals n's attributes and all its bytes in the current
+// epoch, as a change by creator.
+func (n *Node) captureWhole(creator fuse.Caller) error {
+	rel, ok := n.rel()
+	if !ok || aside.Private(rel) {
+		return nil // no name in the workspace: nothing to restore
+	}
+	ctx := fuse.NewContext(context.Background(), &creator)
+	c := n.fs.rec.begin(ctx, nil)
+	defer c.end()
+	fd, e := n.open(syscall.O_RDONLY)
+	if e != 0 {
+		if errors.Is(e, syscall.ENOENT) {
+			return nil
+		}
+		return e
+	}
+	defer unix.Close(fd)
+	st, err := n.statVia(fd)
+	if err != nil {
+		return err
+	}
+	if err := n.beforeContent(c, fd, 0, st.Size, journal.CauseWrite); err != nil {
+		c.fail(err)
+		return err
+	}
+	return nil
+}
+
+// stampLive adds to stamps the present for every file of the live set:
+// what the kernel wrote to them without the daemon was the mount's.
+func (p *passthrough) stampLive(stamps map[uint64]int64) map[uint64]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.live) == 0 {
+		return stamps
+	}
+	if stamps == nil {
+		stamps = map[uint64]int64{}
+	}
+	now := time.Now().UnixNano()
+	for n := range p.live {
+		stamps[n.StableAttr().Ino] = now
+	}
+	return stamps
+}
+
+// probePassthrough checks that the kernel takes backing files from this
+// daemon (root, a kernel with FUSE passthrough, a backing filesystem it
+// can stack on), with a file in no directory, and turns passthrough on
+// or off for good.
+func (m *Mount) probePassthrough(want bool, log func(msg string, args ...any)) {
+	p := &m.root.fs.pass
+	if !want {
+		p.state.Store(ptOff)
+		return
+	}
+	fd, err := unix.Openat(m.root.fs.root, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		defer unix.Close(fd)
+		var id int32
+		var e syscall.Errno
+		id, e = m.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(fd)})
+		if e == 0 {
+			m.server.UnregisterBackingFd(id)
+			p.state.Store(ptOn)
+			return
+		}
+		err = e
+	}
+	log("files the epoch creates go through the daemon: the kernel takes no backing file", "err", err)
+	p.state.Store(ptOff)
+}
