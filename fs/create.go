@@ -234,10 +234,15 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	}
 	c.markCreated(n.idOf(st))
 	ch := n.NewInode(ctx, &Node{fs: n.fs}, n.fs.stable(st, gen))
+	var fh gofs.FileHandle
 	if cn, ok := ch.Operations().(*Node); ok {
 		n.fs.orphans.place(cn, a.Path(name))
+		fh = cn.tmpHandle(ctx, !c.notAgent())
 	}
 	a.DropLater(name)
 	n.attrOut(&out.Attr, st)
-	return ch, nil, n.openFlags(0), 0
+	if fh == nil {
+		return ch, nil, n.openFlags(0), 0
+	}
+	return ch, fh, n.openFlags(fuse.FOPEN_NOFLUSH), 0
 }

@@ -46,9 +46,17 @@ import (
 
 var _ = (gofs.NodeOpener)((*Node)(nil))
 
-// Open declines, which tells the kernel not to send opens at all.
+// Open declines, which tells the kernel not to send opens at all,
+// unless passthrough is on (passthrough.go): the kernel refuses an open
+// of an inode that another open holds in passthrough mode unless it is
+// in that mode too, so every open is answered, and the files the epoch
+// created get their backing file.
 func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, 0, syscall.ENOSYS
+	if n.fs.pass.declines() {
+		return nil, 0, syscall.ENOSYS
+	}
+	fh, fl := n.openHandle(ctx)
+	return fh, fl, 0
 }
 
 // ioFile returns a descriptor of n's backing file open with flags for

@@ -108,6 +108,7 @@ func New(cfg Config) (*Mount, error) {
 		tree: backing.NewTree(rootFd), rootDev: st.Dev,
 	}}
 	root.fs.rec.agents = cfg.Agents
+	root.fs.pass.ready = make(chan struct{})
 	root.fs.fds.limit = fdLimit()
 	root.fs.fds.writers.done = make(chan struct{})
 	root.fs.trim = newTrimmer(cfg.MaxNodes)

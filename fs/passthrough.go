@@ -38,6 +38,7 @@ type passthrough struct {
 	// state: ptProbing until the mount has checked that the kernel
 	// takes backing files (Mount.probePassthrough), then ptOn or ptOff.
 	state atomic.Int32
+	ready chan struct{} // closed once state is not ptProbing
 	mu    sync.Mutex
 	live  map[*Node]*liveFile
 }
@@ -56,7 +57,18 @@ type liveFile struct {
 
 // declines says whether CREATE is declined (ENOSYS), as without
 // passthrough: the kernel then creates files with MKNOD.
-func (p *passthrough) declines() bool { return p.state.Load() == ptOff }
+func (p *passthrough) declines() bool {
+	p.decided()
+	return p.state.Load() == ptOff
+}
+
+// decided waits until the mount has probed: an answer to OPEN or
+// CREATE given before would bind the kernel for good.
+func (p *passthrough) decided() {
+	if p.state.Load() == ptProbing {
+		<-p.ready
+	}
+}
 
 func (p *passthrough) on() bool { return p.state.Load() == ptOn }
 
@@ -87,21 +99,69 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, e
 	}
 	cn, ok := ch.Operations().(*Node)
-	if !ok || !agent || !p.on() {
-		return ch, nil, n.openFlags(0), 0
+	if !ok {
+		return ch, nil, n.openFlags(fuse.FOPEN_NOFLUSH), 0
+	}
+	if !agent || !p.on() {
+		return ch, &handle{n: cn, fd: -1}, n.openFlags(fuse.FOPEN_NOFLUSH), 0
 	}
 	// The kernel opens the backing file anew with the caller's open
 	// flags; this descriptor only names it.
 	fd, e := n.openChild(name, cn)
 	if e != 0 {
-		return ch, nil, n.openFlags(0), 0
+		return ch, &handle{n: cn, fd: -1}, n.openFlags(fuse.FOPEN_NOFLUSH), 0
 	}
-	var creator fuse.Caller
+	p.opened(cn, callerOf(ctx))
+	return ch, &handle{n: cn, want: true, counted: true, fd: fd}, fuse.FOPEN_NOFLUSH, 0
+}
+
+func callerOf(ctx context.Context) fuse.Caller {
 	if fc, ok := fuse.FromContext(ctx); ok {
-		creator = *fc
+		return *fc
 	}
-	p.opened(cn, creator)
-	return ch, &passthroughFile{n: cn, fd: fd}, 0, 0
+	return fuse.Caller{}
+}
+
+// tmpHandle is the handle of an O_TMPFILE open of n, made by the turn's
+// agent or not: with passthrough on, it is served as an open of a file
+// created in the epoch; otherwise there is none.
+func (n *Node) tmpHandle(ctx context.Context, agent bool) gofs.FileHandle {
+	p := &n.fs.pass
+	if p.declines() {
+		return nil
+	}
+	h := &handle{n: n, fd: -1, want: agent, counted: agent}
+	if agent {
+		p.opened(n, callerOf(ctx))
+	}
+	return h
+}
+
+// open answers an OPEN of n with passthrough on: a handle that wants
+// the backing file if n was created in this epoch by the turn's agent
+// (or outside a turn), and counts in n's live entry if it wants it or n
+// has one (its backing file may still be in the kernel's hands). The
+// journal's gate is held from the check to the count, so a boundary
+// comes either before (the check sees the new epoch) or after (its
+// capture sees the entry).
+func (n *Node) openHandle(ctx context.Context) (gofs.FileHandle, uint32) {
+	p := &n.fs.pass
+	h := &handle{n: n, fd: -1}
+	if n.typ() != syscall.S_IFREG {
+		return h, n.openFlags(fuse.FOPEN_NOFLUSH)
+	}
+	r := n.fs.rec
+	g := r.j.Enter()
+	defer g.Leave()
+	h.want = r.createdIn(g.Epoch, n.StableAttr().Ino)
+	p.mu.Lock()
+	_, live := p.live[n]
+	p.mu.Unlock()
+	if h.want || live {
+		h.counted = true
+		p.opened(n, callerOf(ctx))
+	}
+	return h, n.openFlags(fuse.FOPEN_NOFLUSH)
 }
 
 // openChild opens name in directory n read-only, never following a
@@ -164,21 +224,45 @@ func (p *passthrough) released(n *Node) {
 	}
 }
 
-// passthroughFile is the handle of an open the kernel serves itself.
-type passthroughFile struct {
-	n  *Node
-	fd int // names the backing file for the kernel (go-fuse's bridge registers it)
+// handle is a file handle: the kernel sends opens when passthrough is
+// on (Node.Open). It gives the kernel n's backing file if n wants it
+// (created in the epoch), and counts in n's live entry if it may be
+// served with one (counted); go-fuse's bridge hands the kernel the
+// backing file it registered for n while any of n's handles holds it,
+// whatever PassthroughFd says, since the kernel refuses an open that
+// is not in the mode of the inode's other opens.
+type handle struct {
+	n       *Node
+	want    bool
+	counted bool
+	fd      int // names the backing file for the kernel; -1: not opened
 }
 
-var _ = (gofs.FilePassthroughFder)((*passthroughFile)(nil))
+var _ = (gofs.FilePassthroughFder)((*handle)(nil))
 
-func (f *passthroughFile) PassthroughFd() (int, bool) { return f.fd, true }
+func (h *handle) PassthroughFd() (int, bool) {
+	if !h.want {
+		return -1, false
+	}
+	if h.fd < 0 {
+		fd, e := h.n.open(syscall.O_RDONLY)
+		if e != 0 {
+			return -1, false
+		}
+		h.fd = fd
+	}
+	return h.fd, true
+}
 
-var _ = (gofs.FileReleaser)((*passthroughFile)(nil))
+var _ = (gofs.FileReleaser)((*handle)(nil))
 
-func (f *passthroughFile) Release(ctx context.Context) syscall.Errno {
-	unix.Close(f.fd)
-	f.n.fs.pass.released(f.n)
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.fd >= 0 {
+		unix.Close(h.fd)
+	}
+	if h.counted {
+		h.n.fs.pass.released(h.n)
+	}
 	return 0
 }
 
@@ -288,6 +372,7 @@ func (p *passthrough) stampLive(stamps map[uint64]int64) map[uint64]int64 {
 // or off for good.
 func (m *Mount) probePassthrough(want bool, log func(msg string, args ...any)) {
 	p := &m.root.fs.pass
+	defer close(p.ready)
 	if !want {
 		p.state.Store(ptOff)
 		return

@@ -270,6 +270,23 @@ func (r *recorder) forgetEpoch(epoch uint64) {
 	}
 }
 
+// createdIn reports whether the turn's agent (or anyone, outside a turn
+// or with no agent scope) created ino in epoch, the gate's.
+func (r *recorder) createdIn(epoch, ino uint64) bool {
+	r.mu.Lock()
+	var s *inodeState
+	if r.epoch == epoch && r.inodes != nil {
+		s = r.inodes[ino]
+	}
+	r.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created
+}
+
 // markCreated notes that ino was created in this epoch.
 func (c *change) markCreated(ino uint64) {
 	s := c.state(ino)
