@@ -274,6 +274,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 // opened (it has no name left), nothing of the workspace can be written
 // through it.
 func (n *Node) writersRemain() bool {
+	n.dropKeptWriter()
 	fd, e := n.open(syscall.O_RDONLY)
 	if e != 0 {
 		return false
@@ -284,6 +285,16 @@ func (n *Node) writersRemain() bool {
 	}
 	unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
 	return false
+}
+
+// dropKeptWriter closes the writable descriptor the daemon keeps of n
+// (iofd.go), if any: it is no writer the kernel could write through.
+func (n *Node) dropKeptWriter() {
+	n.fd.mu.Lock()
+	defer n.fd.mu.Unlock()
+	if n.fd.io.open && n.fd.io.mode == syscall.O_RDWR {
+		n.fd.io.close()
+	}
 }
 
 // captureLive journals, in the epoch that has just begun, the whole
@@ -302,10 +313,9 @@ func (p *passthrough) captureLive(log func(msg string, args ...any)) {
 	}
 	p.mu.Unlock()
 	for _, e := range all {
-		p.mu.Lock()
-		open := e.lf.opens > 0
-		p.mu.Unlock()
-		if !open && !e.n.writersRemain() {
+		// The kernel's own count of writers, not the handles: the
+		// kernel releases a handle after close(2) has returned.
+		if !e.n.writersRemain() {
 			p.mu.Lock()
 			if e.lf.opens == 0 {
 				delete(p.live, e.n)
