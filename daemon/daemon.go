@@ -179,6 +179,13 @@ func Start(opts Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Files an earlier mount's passthrough opens still write, after a
+	// crash, are captured at boundaries like the mount's own (fs/adopt.go).
+	if n, err := d.mount.AdoptWriters(); err != nil {
+		log.Warn("looking for processes an earlier mount left writing", "err", err)
+	} else if n > 0 {
+		log.Warn("processes still write files through an earlier mount of the workspace; they are captured at each boundary", "files", n)
+	}
 	d.opts.Workspace, d.opts.Mountpoint = ws, mnt
 
 	ln, err := ctl.Listen(d.loc.Socket())

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,9 @@ type passthrough struct {
 	ready chan struct{} // closed once state is not ptProbing
 	mu    sync.Mutex
 	live  map[*Node]*liveFile
+	// adopted are files a dead mount's passthrough opens may write
+	// (adopt.go).
+	adopted map[uint64]adopted
 }
 
 const (
@@ -102,7 +106,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if !ok {
 		return ch, nil, n.openFlags(fuse.FOPEN_NOFLUSH), 0
 	}
-	if !agent || !p.on() {
+	if !agent || !p.on() || !passableMode(out.Attr.Mode) {
 		return ch, &handle{n: cn, fd: -1}, n.openFlags(fuse.FOPEN_NOFLUSH), 0
 	}
 	// The kernel opens the backing file anew with the caller's open
@@ -122,6 +126,32 @@ func callerOf(ctx context.Context) fuse.Caller {
 	return fuse.Caller{}
 }
 
+// passable reports whether the kernel may write n's backing file itself
+// as well as the daemon would: it does so with the daemon's
+// credentials, and on a file opened without the checks of open(2). So
+// not a file whose set-id bits a write by another user would clear
+// (file_remove_privs spares a writer with CAP_FSETID), nor one the
+// backing filesystem marks append-only or immutable (which open(2)
+// enforces, not write(2)).
+func (n *Node) passable() bool {
+	fd, done, e := n.inode()
+	if e != 0 {
+		return false
+	}
+	defer done()
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_MODE, &stx); err != nil {
+		return false
+	}
+	return passableMode(uint32(stx.Mode)) && stx.Attributes&(unix.STATX_ATTR_APPEND|unix.STATX_ATTR_IMMUTABLE) == 0
+}
+
+// passableMode reports whether a write by another user would leave mode
+// as it is: no set-user-ID bit, no set-group-ID bit with group execute.
+func passableMode(mode uint32) bool {
+	return mode&syscall.S_ISUID == 0 && mode&(syscall.S_ISGID|syscall.S_IXGRP) != syscall.S_ISGID|syscall.S_IXGRP
+}
+
 // tmpHandle is the handle of an O_TMPFILE open of n, made by the turn's
 // agent or not: with passthrough on, it is served as an open of a file
 // created in the epoch; otherwise there is none.
@@ -130,8 +160,9 @@ func (n *Node) tmpHandle(ctx context.Context, agent bool) gofs.FileHandle {
 	if p.declines() {
 		return nil
 	}
-	h := &handle{n: n, fd: -1, want: agent, counted: agent}
-	if agent {
+	want := agent && n.passable()
+	h := &handle{n: n, fd: -1, want: want, counted: want}
+	if want {
 		p.opened(n, callerOf(ctx))
 	}
 	return h
@@ -153,7 +184,7 @@ func (n *Node) openHandle(ctx context.Context) (gofs.FileHandle, uint32) {
 	r := n.fs.rec
 	g := r.j.Enter()
 	defer g.Leave()
-	h.want = r.createdIn(g.Epoch, n.StableAttr().Ino)
+	h.want = r.createdIn(g.Epoch, n.StableAttr().Ino) && n.passable()
 	p.mu.Lock()
 	_, live := p.live[n]
 	p.mu.Unlock()
@@ -280,6 +311,12 @@ func (n *Node) writersRemain() bool {
 		return false
 	}
 	defer unix.Close(fd)
+	return writersOf(fd)
+}
+
+// writersOf reports whether the inode of fd, open read-only, may be
+// open for writing anywhere (writersRemain).
+func writersOf(fd int) bool {
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
 		return true // EAGAIN: open for writing; anything else: assume so
 	}
@@ -336,9 +373,6 @@ func (n *Node) captureWhole(creator fuse.Caller) error {
 	if !ok || aside.Private(rel) {
 		return nil // no name in the workspace: nothing to restore
 	}
-	ctx := fuse.NewContext(context.Background(), &creator)
-	c := n.fs.rec.begin(ctx, nil)
-	defer c.end()
 	fd, e := n.open(syscall.O_RDONLY)
 	if e != 0 {
 		if errors.Is(e, syscall.ENOENT) {
@@ -347,15 +381,23 @@ func (n *Node) captureWhole(creator fuse.Caller) error {
 		return e
 	}
 	defer unix.Close(fd)
-	st, err := n.statVia(fd)
-	if err != nil {
+	return n.fs.captureAt(creator, rel, n.StableAttr().Ino, fd)
+}
+
+// saveWhole journals, in change c, the attributes (stat st) and all the
+// bytes of the file at rel (identity id, open as fd), as far as the
+// epoch has not journaled them.
+func (fs *filesystem) saveWhole(c *change, rel string, id uint64, fd int, st *unix.Stat_t) error {
+	s := c.state(id)
+	defer s.mu.Unlock()
+	if s.created {
+		return nil
+	}
+	if err := c.touch(s, id, rel, st, journal.CauseWrite); err != nil {
 		return err
 	}
-	if err := n.beforeContent(c, fd, 0, st.Size, journal.CauseWrite); err != nil {
-		c.fail(err)
-		return err
-	}
-	return nil
+	src := func() (io.ReaderAt, func(), error) { return fdReader(fd), noop, nil }
+	return c.save(s, id, rel, src, 0, st.Size)
 }
 
 // stampLive adds to stamps the present for every file of the live set:
@@ -363,7 +405,7 @@ func (n *Node) captureWhole(creator fuse.Caller) error {
 func (p *passthrough) stampLive(stamps map[uint64]int64) map[uint64]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.live) == 0 {
+	if len(p.live) == 0 && len(p.adopted) == 0 {
 		return stamps
 	}
 	if stamps == nil {
@@ -372,6 +414,9 @@ func (p *passthrough) stampLive(stamps map[uint64]int64) map[uint64]int64 {
 	now := time.Now().UnixNano()
 	for n := range p.live {
 		stamps[n.StableAttr().Ino] = now
+	}
+	for id := range p.adopted {
+		stamps[id] = now
 	}
 	return stamps
 }
