@@ -89,7 +89,9 @@ func (m *Mount) AdoptWriters() (int, error) {
 		if err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || fs.idOf(st) != ino {
 			continue
 		}
-		fs.pass.adopt(adopted{rel: rel, id: ino, pid: wr.pid})
+		a := adopted{rel: rel, id: ino, pid: wr.pid}
+		fs.pass.adopt(a)
+		m.forgetCached([]adopted{a})
 		n++
 	}
 	return n, nil
@@ -220,8 +222,11 @@ func (p *passthrough) adopt(a adopted) {
 	p.adopted[a.id] = a
 }
 
-// captureAdopted is captureLive for the adopted files.
-func (p *passthrough) captureAdopted(fs *filesystem, log func(msg string, args ...any)) {
+// captureAdopted is captureLive for the adopted files. It returns those
+// it captured: the kernel's caches of them, through this mount, may be
+// stale, since they were written through another.
+func (p *passthrough) captureAdopted(fs *filesystem, log func(msg string, args ...any)) []adopted {
+	var held []adopted
 	p.mu.Lock()
 	all := make([]adopted, 0, len(p.adopted))
 	for _, a := range p.adopted {
@@ -248,7 +253,21 @@ func (p *passthrough) captureAdopted(fs *filesystem, log func(msg string, args .
 		if err != nil {
 			log("cannot capture a file still open for writing at the boundary", "path", a.rel, "err", err)
 		}
+		held = append(held, a)
 	}
+	return held
+}
+
+// forgetCached tells the kernel to drop what it caches of the adopted
+// files: they are written through another mount.
+func (m *Mount) forgetCached(as []adopted) {
+	if len(as) == 0 {
+		return
+	}
+	for _, a := range as {
+		m.Changed(a.rel, a.id, false)
+	}
+	m.Flush()
 }
 
 // captureAt journals the attributes and all the bytes of the file at

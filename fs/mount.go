@@ -232,7 +232,7 @@ func (m *Mount) EpochBegan() {
 	g.Leave()
 	rec.forgetEpoch(epoch)
 	m.root.fs.pass.captureLive(m.log.Warn)
-	m.root.fs.pass.captureAdopted(m.root.fs, m.log.Warn)
+	m.forgetCached(m.root.fs.pass.captureAdopted(m.root.fs, m.log.Warn))
 }
 
 // Wait returns when the kernel has ended the mount.

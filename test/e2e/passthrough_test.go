@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 //	write OFF TEXT   pwrite TEXT at OFF
 //	map SIZE         ftruncate to SIZE, map it shared, close the descriptor
 //	poke OFF TEXT    write TEXT into the mapping at OFF (no msync)
+//	head             "ok" and the first 16 bytes (mapping, else descriptor), in hex
 type ptHolder struct {
 	t   *testing.T
 	cmd *exec.Cmd
@@ -50,6 +52,9 @@ for line in sys.stdin:
         elif cmd[0] == "poke":
             off, b = int(cmd[1]), cmd[2].encode()
             m[off:off + len(b)] = b
+        elif cmd[0] == "head":
+            print("ok " + (m[:16] if m else os.pread(fd, 16, 0)).hex(), flush=True)
+            continue
         print("ok", flush=True)
     except OSError as e:
         print("err " + str(e), flush=True)
@@ -88,6 +93,22 @@ func (h *ptHolder) do(cmd string) {
 	if err != nil || strings.TrimSpace(line) != "ok" {
 		h.t.Fatalf("ptHolder %q: %q %v", cmd, line, err)
 	}
+}
+
+// head returns the file's first 16 bytes as the holder sees them: the
+// backing file's, whatever a mount's page cache holds.
+func (h *ptHolder) head() string {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, "head\n"); err != nil {
+		h.t.Fatalf("holder head: %v", err)
+	}
+	line, err := h.out.ReadString('\n')
+	hx, ok := strings.CutPrefix(strings.TrimSpace(line), "ok ")
+	b, herr := hex.DecodeString(hx)
+	if err != nil || !ok || herr != nil {
+		h.t.Fatalf("holder head: %q %v", line, err)
+	}
+	return string(b)
 }
 
 func (h *ptHolder) stop() {
@@ -209,6 +230,61 @@ func TestPassthroughHeldAcrossTurn(t *testing.T) {
 			w.cowfs("rollback", "3")
 			if got := w.read("live"); got != want {
 				t.Errorf("live after rolling back turn 3: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestPassthroughWriterOutlivesDaemon: a process holding a file it
+// created in turn 1 — open, and mapped — goes on writing it after the
+// daemon is killed, since the kernel writes the backing file itself.
+// The next daemon finds it (through the dead mount) and captures the
+// file at every boundary while it is held: what it writes in turn 2
+// rolls back.
+func TestPassthroughWriterOutlivesDaemon(t *testing.T) {
+	for _, mapped := range []bool{false, true} {
+		name := "write"
+		if mapped {
+			name = "mmap"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := newWorkspace(t)
+			w.mount()
+			w.cowfs("turn", "begin")
+			h := startPtHolder(t, w.path("live"))
+			h.do("create")
+			h.do("write 0 turn-one")
+			if mapped {
+				h.do("map 4096")
+			}
+			w.killDaemon(w.status().Pid)
+			if mapped {
+				h.do("poke 0 crashed")
+			} else {
+				h.do("write 0 crashed")
+			}
+			if _, errOut, code := w.run("mount", "--background", w.dir); code != 0 {
+				t.Fatalf("remount: exit %d: %s", code, errOut)
+			}
+			w.pids = append(w.pids, w.status().Pid)
+			w.cowfs("turn", "end")
+			want := h.head()
+			if !strings.HasPrefix(want, "crashed") {
+				t.Fatalf("live after the crash: %q", want)
+			}
+			w.cowfs("turn", "begin")
+			if mapped {
+				h.do("poke 0 TURN-TWO")
+			} else {
+				h.do("write 0 TURN-TWO")
+			}
+			w.cowfs("turn", "end")
+			w.cowfs("rollback", "2")
+			if got := h.head(); got != want {
+				t.Errorf("live after rolling back turn 2: %q, want %q", got, want)
+			}
+			if got := w.read("live"); !strings.HasPrefix(got, want) {
+				t.Errorf("live read through the mount after rolling back turn 2: %q, want %q first", got, want)
 			}
 		})
 	}
