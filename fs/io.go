@@ -9,8 +9,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Opens are not seen. Node.Open answers ENOSYS, and the kernel then stops
-// sending OPEN and RELEASE for files of the mount (FUSE's no_open):
+// Opens. With passthrough on (the default: passthrough.go) every open is
+// answered: a file the epoch created gets its backing file, any other a
+// handle that changes nothing (requests are served by node, below), with
+// FOPEN_KEEP_CACHE and FOPEN_NOFLUSH, so an open costs one round trip
+// and a close none but an asynchronous RELEASE. The kernel refuses an
+// open of an inode held in passthrough mode that is not passthrough
+// too, which an unseen open never is; so opens cannot stay unseen with
+// passthrough on.
+//
+// With --no-passthrough, opens are not seen. Node.Open answers ENOSYS,
+// and the kernel then stops sending OPEN and RELEASE for files of the
+// mount (FUSE's no_open):
 // opening and closing a file costs no round trip, and that round trip
 // is most of what reading a tree through FUSE costs once its pages are
 // cached (grep -r, git add, a compiler). The kernel keeps a file's pages
@@ -23,10 +33,9 @@ import (
 // SETATTR or FALLOCATE and is journaled there. O_TRUNC arrives as a
 // SETATTR of the size, since cowfs does not negotiate atomic O_TRUNC.
 //
-// No request carries a handle: once opens are off the kernel sends no
-// RELEASE either, and since CREATE is declined too (Node.Create), no
-// file is opened by a request that would need one. A request
-// is served through a descriptor of the node's own inode, opened
+// No request needs a handle (with opens off, none carries one: the
+// kernel sends no RELEASE either, and CREATE is declined too,
+// Node.Create). A request is served through a descriptor of the node's own inode, opened
 // following no symlink and kept for the next ones (handle.go, iofd.go):
 // the same file a handle would have held. A file made with O_TMPFILE is
 // kept in the aside area, where requests reach it (Node.Tmpfile).

@@ -12,9 +12,9 @@ import (
 	"github.com/cowfs/cowfs/journal"
 )
 
-// Content changes. Every one arrives here because open files have no
-// passthrough (see file): a WRITE, an mmap flush, a truncation, a
-// fallocate. Before each, the bytes it overwrites or cuts off are
+// Content changes. Every one arrives here, but writes to a file the
+// epoch created, which the kernel makes itself (passthrough.go): a
+// WRITE, an mmap flush, a truncation, a fallocate. Before each, the bytes it overwrites or cuts off are
 // journaled, as far as they existed when the epoch began and are not
 // journaled already; appends journal nothing but the first touch.
 

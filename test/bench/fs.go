@@ -12,6 +12,7 @@ import (
 // Workloads of the filesystem suite, in the order they run.
 const (
 	wWrite     = "write %d MiB"
+	wNewFile   = "new 1 GiB file (dd conv=fsync)"
 	wRead      = "cached read %d MiB"
 	wUntar     = "untar"
 	wGrepCold  = "grep -r, cold"
@@ -70,6 +71,11 @@ func fsWorkloads(c *config, r *results, t target, dir string, run int) error {
 		return err
 	}
 	if err := step(fmt.Sprintf(wRead, c.fileMiB), dir, "cat", big); err != nil {
+		return err
+	}
+	os.Remove(big)
+	// A file the turn creates, synced: what passthrough is for.
+	if err := step(wNewFile, dir, "dd", "if=/dev/zero", "of="+big, "bs=1M", "count=1024", "conv=fsync"); err != nil {
 		return err
 	}
 	os.Remove(big)

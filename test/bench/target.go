@@ -48,6 +48,9 @@ func targets(c *config) []target {
 	if c.targets == "" {
 		return ts
 	}
+	// Only when named: cowfs with every read and write through the
+	// daemon, beside cowfs in the same run.
+	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile, noPassthrough: true})
 	var chosen []target
 	for _, t := range ts {
 		for _, n := range strings.Split(c.targets, ",") {
@@ -144,15 +147,20 @@ type cowfs struct {
 	bin     string
 	profile string // directory for CPU profiles, if any
 	scoped  bool
-	state   string
-	mnt     string
-	pid     int
-	ctl     *ctl.Client
+	// noPassthrough mounts with --no-passthrough.
+	noPassthrough bool
+	state         string
+	mnt           string
+	pid           int
+	ctl           *ctl.Client
 }
 
 func (c *cowfs) name() string {
-	if c.scoped {
+	switch {
+	case c.scoped:
 		return "cowfs scoped"
+	case c.noPassthrough:
+		return "cowfs no-passthrough"
 	}
 	return "cowfs"
 }
@@ -162,6 +170,9 @@ func (c *cowfs) setup(base string) (string, error) {
 	os.MkdirAll(backing, 0o755)
 	os.MkdirAll(mnt, 0o755)
 	args := []string{"mount", "--background", "--mountpoint", mnt}
+	if c.noPassthrough {
+		args = append(args, "--no-passthrough")
+	}
 	if c.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(c.profile, filepath.Base(base)+".prof"))
 	}
