@@ -50,7 +50,9 @@ func testMountAll(t *testing.T) (mnt, backing string, j *journal.Journal, a *asi
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err = New(Config{Root: root, Mountpoint: mnt, Journal: j, Aside: a})
+	// Passthrough off: these tests watch the daemon serve every read
+	// and write (test/e2e/passthrough_test.go covers passthrough).
+	m, err = New(Config{Root: root, Mountpoint: mnt, Journal: j, Aside: a, NoPassthrough: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,20 +171,26 @@ func (n *Node) tmpHandle(ctx context.Context, agent bool) gofs.FileHandle {
 // open answers an OPEN of n with passthrough on: a handle that wants
 // the backing file if n was created in this epoch by the turn's agent
 // (or outside a turn), and counts in n's live entry if it wants it or n
-// has one (its backing file may still be in the kernel's hands). The
-// journal's gate is held from the check to the count, so a boundary
-// comes either before (the check sees the new epoch) or after (its
-// capture sees the entry).
+// has one (its backing file may still be in the kernel's hands). For a
+// file created in the epoch the journal's gate is held from the check
+// to the count, so a boundary comes either before (the check sees the
+// new epoch) or after (its capture sees the entry).
 func (n *Node) openHandle(ctx context.Context) (gofs.FileHandle, uint32) {
 	p := &n.fs.pass
 	h := &handle{n: n, fd: -1}
 	if n.typ() != syscall.S_IFREG {
 		return h, n.openFlags(fuse.FOPEN_NOFLUSH)
 	}
-	r := n.fs.rec
-	g := r.j.Enter()
-	defer g.Leave()
-	h.want = r.createdIn(g.Epoch, n.StableAttr().Ino) && n.passable()
+	r, ino := n.fs.rec, n.StableAttr().Ino
+	// Most opens are of files created before the epoch, known without
+	// the gate (a creation is noted before the kernel knows the
+	// inode), so they do not wait while a rollback or a boundary holds
+	// it.
+	if r.createdIn(0, ino) {
+		g := r.j.Enter()
+		defer g.Leave()
+		h.want = r.createdIn(g.Epoch, ino) && n.passable()
+	}
 	p.mu.Lock()
 	_, live := p.live[n]
 	p.mu.Unlock()

@@ -271,11 +271,12 @@ func (r *recorder) forgetEpoch(epoch uint64) {
 }
 
 // createdIn reports whether the turn's agent (or anyone, outside a turn
-// or with no agent scope) created ino in epoch, the gate's.
+// or with no agent scope) created ino in epoch, the gate's; with epoch
+// 0, in whatever epoch the recorder's state is of, without the gate.
 func (r *recorder) createdIn(epoch, ino uint64) bool {
 	r.mu.Lock()
 	var s *inodeState
-	if r.epoch == epoch && r.inodes != nil {
+	if (epoch == 0 || r.epoch == epoch) && r.inodes != nil {
 		s = r.inodes[ino]
 	}
 	r.mu.Unlock()

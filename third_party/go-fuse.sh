@@ -26,7 +26,7 @@ example/loopback"
 # The upstream files that say whose code it is.
 files="LICENSE AUTHORS README.md"
 # Applied in this order.
-patches="go-fuse-serve-inline.patch go-fuse-cloexec.patch"
+patches="go-fuse-serve-inline.patch go-fuse-cloexec.patch go-fuse-release-backing-first.patch"
 
 cd "$(dirname "$0")/.."
 root=$PWD

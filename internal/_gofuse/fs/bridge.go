@@ -962,6 +962,13 @@ func (b *rawBridge) Release(cancel <-chan struct{}, input *fuse.ReleaseIn) {
 
 	f.wg.Wait()
 
+	// The backing ID goes before the file system hears of the release:
+	// an open it answers after that is not handed the backing file
+	// behind its back.
+	b.backingMu.Lock()
+	b.releaseBackingIDRef(e)
+	b.backingMu.Unlock()
+
 	ctx := &fuse.Context{Caller: input.Caller, Cancel: cancel}
 	if r, ok := n.ops.(NodeReleaser); ok {
 		r.Release(ctx, f.file)
@@ -971,8 +978,6 @@ func (b *rawBridge) Release(cancel <-chan struct{}, input *fuse.ReleaseIn) {
 
 	b.backingMu.Lock()
 	defer b.backingMu.Unlock()
-
-	b.releaseBackingIDRef(e)
 	b.ids.recycleFile(uint32(input.Fh))
 }
 
