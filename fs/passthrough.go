@@ -186,10 +186,12 @@ func (n *Node) openHandle(ctx context.Context) (gofs.FileHandle, uint32) {
 	// the gate (a creation is noted before the kernel knows the
 	// inode), so they do not wait while a rollback or a boundary holds
 	// it.
-	if r.createdIn(0, ino) {
+	// passable opens n's descriptor (its lock) before the gate, in the
+	// order every request takes them.
+	if r.createdIn(0, ino) && n.passable() {
 		g := r.j.Enter()
 		defer g.Leave()
-		h.want = r.createdIn(g.Epoch, ino) && n.passable()
+		h.want = r.createdIn(g.Epoch, ino)
 	}
 	p.mu.Lock()
 	_, live := p.live[n]
@@ -333,7 +335,12 @@ func writersOf(fd int) bool {
 // dropKeptWriter closes the writable descriptor the daemon keeps of n
 // (iofd.go), if any: it is no writer the kernel could write through.
 func (n *Node) dropKeptWriter() {
-	n.fd.mu.Lock()
+	// Never waits: a pending lock would stop requests that hold the
+	// journal's gate from taking n's descriptor. A writer kept busy
+	// counts, and the file is captured.
+	if !n.fd.mu.TryLock() {
+		return
+	}
 	defer n.fd.mu.Unlock()
 	if n.fd.io.open && n.fd.io.mode == syscall.O_RDWR {
 		n.fd.io.close()
