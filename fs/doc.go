@@ -37,8 +37,8 @@
 // # What must not slip past
 //
 // There is no writeback cache, so every write(2) reaches the daemon as
-// it happens — except a write to a file the epoch created, which the
-// kernel makes itself (below). Shared mmap pages of any other file
+// it happens — except, with --passthrough, a write to a file the epoch
+// created, which the kernel makes itself (below). Shared mmap pages of any other file
 // arrive as WRITEs with pid 0 when the kernel flushes them, which
 // FlushWriteback forces at turn boundaries and before rollbacks; pages
 // cached before a rollback rewrote a file are never written back over
@@ -49,7 +49,8 @@
 //
 // A regular file created in the current epoch has no pre-image: undo
 // deletes it. So its reads and writes need not pass through the
-// daemon, and do not: the open that creates it (CREATE), and every
+// daemon, and with --passthrough (Config.NoPassthrough false) they do
+// not: the open that creates it (CREATE), and every
 // later open while the epoch lasts, get the backing file (FUSE
 // passthrough), and the kernel reads, writes, splices and maps it
 // itself (passthrough.go). Only its creation, truncations, fallocate,
@@ -58,8 +59,10 @@
 // mode that is not in that mode too, so the mode is the inode's, not
 // the open's — passthrough if the turn's agent created it in this
 // epoch, or while the kernel still holds a passthrough open of it.
-// --no-passthrough keeps the daemon on every read and write, opens
-// unseen.
+// Without --passthrough, the default, the daemon stays on every read
+// and write, opens unseen: answering every open costs an OPEN, a
+// RELEASE and a GETATTR per open, which read-heavy work (grep, git)
+// pays more than new files gain, until that cost is gone.
 //
 // The kernel binds an open file to its backing file for the file's
 // life: the open cannot be handed back to the daemon when the epoch

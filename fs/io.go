@@ -18,7 +18,7 @@ import (
 // too, which an unseen open never is; so opens cannot stay unseen with
 // passthrough on.
 //
-// With --no-passthrough, opens are not seen. Node.Open answers ENOSYS,
+// Without --passthrough (the default), opens are not seen. Node.Open answers ENOSYS,
 // and the kernel then stops sending OPEN and RELEASE for files of the
 // mount (FUSE's no_open):
 // opening and closing a file costs no round trip, and that round trip

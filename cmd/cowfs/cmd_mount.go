@@ -21,21 +21,21 @@ import (
 )
 
 type mountOptions struct {
-	mountpoint    string
-	journal       string
-	window        int
-	maxSize       byteSize
-	memLimit      byteSize
-	sync          bool
-	background    bool
-	debug         bool
-	noFanotify    bool
-	cpuProfile    string
-	cache         time.Duration
-	maxNodes      int
-	noPassthrough bool
-	agent         agentFlags
-	json          bool
+	mountpoint  string
+	journal     string
+	window      int
+	maxSize     byteSize
+	memLimit    byteSize
+	sync        bool
+	background  bool
+	debug       bool
+	noFanotify  bool
+	cpuProfile  string
+	cache       time.Duration
+	maxNodes    int
+	passthrough bool
+	agent       agentFlags
+	json        bool
 }
 
 // readyEnv names the descriptor a background daemon reports its start on.
@@ -112,7 +112,7 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.BoolVar(&opts.noFanotify, "no-fanotify", false, "find changes made behind the mount by stat'ing every path the window names at each turn boundary, not by watching the backing directory with fanotify")
 	f.IntVar(&opts.maxNodes, "max-nodes", daemon.DefaultMaxNodes, "let the kernel keep at most `N` files and directories looked up before the least used are dropped from its cache (each costs the daemon about 500 bytes; a dropped name is looked up again when next used)")
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
-	f.BoolVar(&opts.noPassthrough, "no-passthrough", false, "read and write files a turn or step created through the daemon too, as every other file (default: the kernel writes them itself, FUSE passthrough)")
+	f.BoolVar(&opts.passthrough, "passthrough", false, "let the kernel read and write files a turn or step created itself (FUSE passthrough: new files at native speed, but every open then reaches the daemon; default: every read and write goes through the daemon)")
 	opts.agent.add(f, "turns'")
 }
 
@@ -128,7 +128,7 @@ func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes, Agent: opts.agent.spec(),
-		NoFanotify: opts.noFanotify, NoPassthrough: opts.noPassthrough,
+		NoFanotify: opts.noFanotify, NoPassthrough: !opts.passthrough,
 	}, nil
 }
 

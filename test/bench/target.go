@@ -48,9 +48,9 @@ func targets(c *config) []target {
 	if c.targets == "" {
 		return ts
 	}
-	// Only when named: cowfs with every read and write through the
-	// daemon, beside cowfs in the same run.
-	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile, noPassthrough: true})
+	// Only when named: cowfs with FUSE passthrough for the files a turn
+	// creates, beside cowfs in the same run.
+	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile, passthrough: true})
 	var chosen []target
 	for _, t := range ts {
 		for _, n := range strings.Split(c.targets, ",") {
@@ -147,20 +147,20 @@ type cowfs struct {
 	bin     string
 	profile string // directory for CPU profiles, if any
 	scoped  bool
-	// noPassthrough mounts with --no-passthrough.
-	noPassthrough bool
-	state         string
-	mnt           string
-	pid           int
-	ctl           *ctl.Client
+	// passthrough mounts with --passthrough.
+	passthrough bool
+	state       string
+	mnt         string
+	pid         int
+	ctl         *ctl.Client
 }
 
 func (c *cowfs) name() string {
 	switch {
 	case c.scoped:
 		return "cowfs scoped"
-	case c.noPassthrough:
-		return "cowfs no-passthrough"
+	case c.passthrough:
+		return "cowfs passthrough"
 	}
 	return "cowfs"
 }
@@ -170,8 +170,8 @@ func (c *cowfs) setup(base string) (string, error) {
 	os.MkdirAll(backing, 0o755)
 	os.MkdirAll(mnt, 0o755)
 	args := []string{"mount", "--background", "--mountpoint", mnt}
-	if c.noPassthrough {
-		args = append(args, "--no-passthrough")
+	if c.passthrough {
+		args = append(args, "--passthrough")
 	}
 	if c.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(c.profile, filepath.Base(base)+".prof"))

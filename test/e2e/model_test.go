@@ -60,9 +60,12 @@ func TestModel(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { testModel(t, seed) })
 	}
+	// The same with FUSE passthrough for the files each epoch creates:
+	// what the kernel writes without the daemon must roll back alike.
+	t.Run(fmt.Sprint(seeds[0], "-passthrough"), func(t *testing.T) { testModel(t, seeds[0], "--passthrough") })
 }
 
-func testModel(t *testing.T, seed uint64) {
+func testModel(t *testing.T, seed uint64, extraFlags ...string) {
 	turns, perTurn := 24, 14
 	if *long {
 		turns, perTurn = 300, 25
@@ -80,7 +83,7 @@ func testModel(t *testing.T, seed uint64) {
 	withMountpoint(w) // the backing directory stays reachable, for the person's writes behind the mount
 	m.w = w
 	m.seedTree()
-	mountFlags := []string{"--window", "10", "--agent-uid", "0"} // the test process, and what it runs, is the agent
+	mountFlags := append([]string{"--window", "10", "--agent-uid", "0"}, extraFlags...) // the test process, and what it runs, is the agent
 	w.mount(mountFlags...)
 	m.startPerson()
 

@@ -127,7 +127,8 @@ func (w *workspace) read(rel string) string {
 }
 
 // TestPassthroughNewFileWrites: writing a file the turn created sends
-// the daemon no WRITE; with --no-passthrough, every write reaches it.
+// the daemon no WRITE with --passthrough; without it, every write
+// reaches it.
 func TestPassthroughNewFileWrites(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		name := "on"
@@ -137,9 +138,9 @@ func TestPassthroughNewFileWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorkspace(t)
 			if off {
-				w.mount("--no-passthrough")
-			} else {
 				w.mount()
+			} else {
+				w.mount("--passthrough")
 			}
 			w.cowfs("turn", "begin")
 			w.sh("dd if=/dev/urandom of=new bs=64k count=64 conv=fsync 2>/dev/null; echo more >> new")
@@ -161,7 +162,7 @@ func TestPassthroughNewFileWrites(t *testing.T) {
 // EIO, an open not in the mode of the inode's other opens).
 func TestPassthroughOpenAgain(t *testing.T) {
 	w := newWorkspace(t)
-	w.mount()
+	w.mount("--passthrough")
 	w.cowfs("turn", "begin")
 	h := startPtHolder(t, w.path("f"))
 	h.do("create")
@@ -189,7 +190,7 @@ func TestPassthroughHeldAcrossTurn(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			w := newWorkspace(t)
-			w.mount()
+			w.mount("--passthrough")
 			w.cowfs("turn", "begin")
 			h := startPtHolder(t, w.path("live"))
 			h.do("create")
@@ -249,7 +250,7 @@ func TestPassthroughWriterOutlivesDaemon(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			w := newWorkspace(t)
-			w.mount()
+			w.mount("--passthrough")
 			w.cowfs("turn", "begin")
 			h := startPtHolder(t, w.path("live"))
 			h.do("create")
