@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,7 +162,10 @@ func TestClaudeTranscriptFound(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	p := filepath.Join(dir, "projects", "-ws", "s1.jsonl")
-	if err := WriteSettings(p, []byte("x\n")); err != nil { // any file
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := ClaudeTranscript(dir, "s1"); err != nil || got != p {

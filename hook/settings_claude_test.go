@@ -97,13 +97,13 @@ func TestClaudeHooksAloneLeaveNothingWhenRemoved(t *testing.T) {
 	// Written, that is no file and no .claude directory.
 	dir := t.TempDir()
 	p := Claude.Path(dir)
-	if err := WriteSettings(p, b); err != nil {
+	if err := Claude.Write(dir, b); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := ReadSettings(p); string(got) != string(b) {
+	if got, _ := Claude.Read(dir); string(got) != string(b) {
 		t.Fatalf("read back %s", got)
 	}
-	if err := WriteSettings(p, out); err != nil {
+	if err := Claude.Write(dir, out); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
@@ -123,5 +123,48 @@ func TestHookCommandQuoting(t *testing.T) {
 	got := Claude.Command("/a b/cowfs", "/it's", "Stop", "--agent-scope", "mount")
 	if want := `'/a b/cowfs' -w '/it'\''s' hook claude-code Stop --agent-scope mount`; got != want {
 		t.Fatalf("%s, want %s", got, want)
+	}
+}
+
+// TestSettingsNeverFollowLinks: the workspace is the agent's, and
+// integrate may run as root. A .claude directory that is a symlink
+// elsewhere, or a settings file that is one, is refused; nothing
+// outside the workspace is read or written.
+func TestSettingsNeverFollowLinks(t *testing.T) {
+	outside := t.TempDir()
+	canary := filepath.Join(outside, "settings.json")
+	if err := os.WriteFile(canary, []byte(`{"secret": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ws, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Claude.Read(ws); err == nil {
+		t.Errorf("read through a linked .claude: %s", b)
+	}
+	if err := Claude.Write(ws, []byte("{\"hooks\": {}}\n")); err == nil {
+		t.Errorf("wrote through a linked .claude")
+	}
+	ws2 := t.TempDir()
+	os.Mkdir(filepath.Join(ws2, ".claude"), 0o755)
+	if err := os.Symlink(canary, filepath.Join(ws2, ".claude", "settings.json")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Claude.Read(ws2); err == nil {
+		t.Errorf("read through a linked settings.json: %s", b)
+	}
+	// Writing replaces the link itself, never what it points to.
+	if err := Claude.Write(ws2, []byte("{\"hooks\": {}}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(canary); string(b) != `{"secret": 1}` {
+		t.Errorf("the file outside the workspace became %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws2, ".claude", "settings.json")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("settings.json after the write: %v, %v", fi, err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("outside the workspace: %v", entries)
 	}
 }

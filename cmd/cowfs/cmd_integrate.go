@@ -106,7 +106,7 @@ func runIntegrate(in integration, opts integrateOptions) error {
 		return err
 	}
 	path := in.settings.Path(view)
-	old, err := hook.ReadSettings(path)
+	old, err := in.settings.Read(view)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func runIntegrate(in integration, opts integrateOptions) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if !bytes.Equal(old, next) && !(old == nil && opts.remove) {
-		if err := hook.WriteSettings(path, next); err != nil {
+		if err := in.settings.Write(view, next); err != nil {
 			return err
 		}
 		res.Changed = true
