@@ -16,7 +16,6 @@ import (
 	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
-	"github.com/cowfs/cowfs/journal"
 )
 
 // Config describes one mount.
@@ -30,7 +29,7 @@ type Config struct {
 	// FsName is shown as the source in the mount table.
 	FsName string
 
-	Journal *journal.Journal
+	Journal Journal
 	Aside   *aside.Area
 	// Agents says which processes are a turn's agent when the turn names
 	// them (agent.go); nil: every process is.

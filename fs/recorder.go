@@ -27,7 +27,7 @@ import (
 // lands in the same turn as its record and a rollback never runs
 // between the two.
 type recorder struct {
-	j     *journal.Journal
+	j     Journal
 	aside *aside.Area
 	log   *slog.Logger
 	// agents says which processes are a turn's agent (agent.go); nil:
@@ -66,7 +66,7 @@ type inodeState struct {
 	xattrs  map[string]bool // xattrs whose old value is journaled
 }
 
-func newRecorder(j *journal.Journal, a *aside.Area, log *slog.Logger) *recorder {
+func newRecorder(j Journal, a *aside.Area, log *slog.Logger) *recorder {
 	return &recorder{j: j, aside: a, log: log, inodes: map[uint64]*inodeState{}, others: map[uint64]*inodeState{}}
 }
 
