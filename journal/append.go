@@ -94,10 +94,8 @@ func (j *Journal) Record(seq uint64) (*Record, error) {
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error {
-			rec, err = decodeRecord(seq, v)
-			return err
-		})
+		rec, err = itemRecord(item, seq)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: record %d: %w", seq, err)
@@ -151,12 +149,7 @@ func (j *Journal) Scan(from, to uint64, reverse bool, fn func(*Record) error) er
 			if n++; n%trimScanEvery == 0 {
 				j.trimMapped() // a long scan reads the tables faster than the trimmer's tick
 			}
-			var rec *Record
-			err := it.Item().Value(func(v []byte) error {
-				var err error
-				rec, err = decodeRecord(seq, v)
-				return err
-			})
+			rec, err := itemRecord(it.Item(), seq)
 			if err != nil {
 				return err
 			}
@@ -166,4 +159,15 @@ func (j *Journal) Scan(from, to uint64, reverse bool, fn func(*Record) error) er
 		}
 		return nil
 	})
+}
+
+// itemRecord decodes record seq from its Badger item.
+func itemRecord(item *badger.Item, seq uint64) (*Record, error) {
+	var rec *Record
+	err := item.Value(func(v []byte) error {
+		var err error
+		rec, err = decodeRecord(seq, v)
+		return err
+	})
+	return rec, err
 }

@@ -94,12 +94,7 @@ func (j *Journal) Records(seqs []uint64, fn func(*Record) error) error {
 			if keyNum(it.Item().Key()) != seq {
 				continue
 			}
-			var rec *Record
-			err := it.Item().Value(func(v []byte) error {
-				var err error
-				rec, err = decodeRecord(seq, v)
-				return err
-			})
+			rec, err := itemRecord(it.Item(), seq)
 			if err != nil {
 				return err
 			}
