@@ -18,6 +18,7 @@ import (
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/fs"
+	"github.com/cowfs/cowfs/human"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rescan"
 )
@@ -273,7 +274,7 @@ func (d *Daemon) openWorkspace(ws, jdir string) (err error) {
 	if found, err := d.rescan(false); err != nil {
 		return err
 	} else if len(found) > 0 {
-		d.Notes = append(d.Notes, fmt.Sprintf("%s changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", count(len(found), "path was", "paths were")))
+		d.Notes = append(d.Notes, fmt.Sprintf("%s changed while cowfs was not running (see cowfs events); rollbacks leave them alone unless forced", human.Count(len(found), "path was", "paths were")))
 	}
 	if err := d.j.Prune(d.area.Drop); err != nil {
 		return err

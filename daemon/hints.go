@@ -3,9 +3,9 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -16,35 +16,16 @@ import (
 // ends with the command that mends it, the workspace named with -w, to
 // be pasted as it is from wherever that person is.
 
-// ShellCommand is args as one shell command line, each argument quoted
-// if the shell would otherwise split or expand it.
-func ShellCommand(args ...string) string {
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = shellWord(a)
-	}
-	return strings.Join(quoted, " ")
-}
-
-// shellWord is s as one shell word: as it is if it holds only
-// characters no shell treats specially, else in single quotes.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // EndTurnCommand is the command that ends the open turn of the
 // workspace ws, with or without a daemon.
-func EndTurnCommand(ws string) string { return ShellCommand("cowfs", "turn", "end", "-w", ws) }
+func EndTurnCommand(ws string) string { return human.ShellCommand("cowfs", "turn", "end", "-w", ws) }
 
 // UmountCommand is the command that unmounts the workspace ws.
-func UmountCommand(ws string) string { return ShellCommand("cowfs", "umount", "-w", ws) }
+func UmountCommand(ws string) string { return human.ShellCommand("cowfs", "umount", "-w", ws) }
 
 // MountCommand is the command that mounts the workspace ws in the
 // background.
-func MountCommand(ws string) string { return ShellCommand("cowfs", "mount", "-d", "-w", ws) }
+func MountCommand(ws string) string { return human.ShellCommand("cowfs", "mount", "-d", "-w", ws) }
 
 // turnOpen is the refusal of what needs no open turn (what it is
 // about to do, "rolling back") while turn n is open.

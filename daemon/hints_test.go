@@ -1,6 +1,10 @@
 package daemon
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cowfs/cowfs/human"
+)
 
 // A command in a message pastes as it is: words the shell would split
 // or expand are single-quoted, a quote in one escaped.
@@ -15,8 +19,8 @@ func TestShellCommand(t *testing.T) {
 		{[]string{"-w", "/tmp/$HOME*"}, "-w '/tmp/$HOME*'"},
 		{[]string{"-w", ""}, "-w ''"},
 	} {
-		if got := ShellCommand(c.args...); got != c.want {
-			t.Errorf("ShellCommand(%q) = %s, want %s", c.args, got, c.want)
+		if got := human.ShellCommand(c.args...); got != c.want {
+			t.Errorf("human.ShellCommand(%q) = %s, want %s", c.args, got, c.want)
 		}
 	}
 }

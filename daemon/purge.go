@@ -14,6 +14,7 @@ import (
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -147,7 +148,7 @@ func checkRecordedJournal(loc Location, jdir string) error {
 		return nil
 	}
 	return fmt.Errorf("the state directory %s records the journal at %s, which holds no journal (no lock file); nothing was removed: to remove it anyway, %s",
-		loc.Dir, jdir, ShellCommand("cowfs", "purge", "-w", loc.Workspace, "--journal", jdir))
+		loc.Dir, jdir, human.ShellCommand("cowfs", "purge", "-w", loc.Workspace, "--journal", jdir))
 }
 
 // lockJournal takes the journal's lock (as journal.Open does) if the
@@ -218,7 +219,7 @@ func (s *service) Purge(ctx context.Context) (ctl.Purged, error) {
 				who = append(who, h.String())
 			}
 			return ctl.Purged{}, ctl.Errorf(ctl.CodeBusy, "processes use %s, so it stays mounted and its journal kept: %s; leave it (cd elsewhere) or end them, then purge again: %s",
-				d.opts.Mountpoint, strings.Join(who, "; "), ShellCommand("cowfs", "purge", "--stop", "-w", d.opts.Workspace))
+				d.opts.Mountpoint, strings.Join(who, "; "), human.ShellCommand("cowfs", "purge", "--stop", "-w", d.opts.Workspace))
 		}
 	}
 	// Wait (main goroutine) releases the rest only once this is done,

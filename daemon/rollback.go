@@ -6,6 +6,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/fs"
+	"github.com/cowfs/cowfs/human"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/rollback"
 )
@@ -203,5 +204,5 @@ func markerOf(m journal.Marker) ctl.Marker {
 // summary is the counts in words, for logs.
 func summary(c rollback.Counts) string {
 	return fmt.Sprintf("%d restored, %d recovered, %d deleted, %d skipped; %s removed, %d recreated",
-		c.Restored, c.Recovered, c.Deleted, c.Skipped, count(c.DirsRemoved, "directory", "directories"), c.DirsRecreated)
+		c.Restored, c.Recovered, c.Deleted, c.Skipped, human.Count(c.DirsRemoved, "directory", "directories"), c.DirsRecreated)
 }

@@ -3,6 +3,8 @@ package hook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cowfs/cowfs/human"
 )
 
 // GeminiResume is where a rollback to before a turn leaves the Gemini
@@ -67,4 +69,4 @@ func (r GeminiResume) Truncate() error {
 }
 
 // Command resumes the session from where it was truncated.
-func (r GeminiResume) Command() string { return "gemini --resume " + shellQuote(r.Session) }
+func (r GeminiResume) Command() string { return "gemini --resume " + human.ShellWord(r.Session) }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/cowfs/cowfs/human"
 )
 
 // Claude Code and Gemini CLI read a project's hooks from a settings file
@@ -75,9 +77,9 @@ func (s Settings) Path(ws string) string {
 // daemon whatever the CLI's working directory and PATH. extra are more
 // arguments for `cowfs hook AGENT`.
 func (s Settings) Command(cowfs, ws, event string, extra ...string) string {
-	parts := []string{shellQuote(cowfs), "-w", shellQuote(ws), "hook", s.Agent, event}
+	parts := []string{human.ShellWord(cowfs), "-w", human.ShellWord(ws), "hook", s.Agent, event}
 	for _, a := range extra {
-		parts = append(parts, shellQuote(a))
+		parts = append(parts, human.ShellWord(a))
 	}
 	return strings.Join(parts, " ")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 // Daemon is what the turn logic asks of a cowfs daemon: *ctl.Client
@@ -223,7 +224,7 @@ func (n noDaemon) Markers(context.Context) (ctl.MarkerList, error) { return ctl.
 // path and agent the AGENT of 'cowfs integrate AGENT', for the commands
 // it names.
 func refusal(err error, cowfs, ws, agent string) string {
-	qcowfs, qws := shellQuote(cowfs), shellQuote(ws)
+	qcowfs, qws := human.ShellWord(cowfs), human.ShellWord(ws)
 	switch {
 	case errors.Is(err, ctl.ErrNotRunning):
 		return fmt.Sprintf("no cowfs daemon serves the workspace %s, so this prompt's changes could not be rolled back. Mount it first: %s mount -d %s (or take the hooks out: %s -w %s integrate %s --remove).",

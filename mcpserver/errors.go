@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 // refusal is a tool's own refusal: its message is the whole answer.
@@ -37,5 +38,5 @@ func (s *Server) workspaceArg() string {
 	if s.opts.Workspace == "" {
 		return "WORKSPACE"
 	}
-	return shellQuote(s.opts.Workspace)
+	return human.ShellWord(s.opts.Workspace)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 // fakeDaemon is a ctl.Service whose plan and open turn a test sets, and
@@ -344,8 +345,8 @@ func TestTrimPartialRune(t *testing.T) {
 
 func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{"/ws/a-b_c": "/ws/a-b_c", "/my ws": "'/my ws'", "it's": `'it'\''s'`} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		if got := human.ShellWord(in); got != want {
+			t.Errorf("human.ShellWord(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

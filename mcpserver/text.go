@@ -5,10 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 // The readable side of each result: what a model (or a person reading
@@ -26,14 +25,14 @@ func logText(r LogResult) string {
 	}
 	for _, t := range r.Turns {
 		fmt.Fprintf(&b, "turn %d%s: %s, began %s, %d %s changed", t.Num, idAnchor(t.ID, t.Anchor), t.State,
-			stamp(t.BeganAt), t.ChangedPaths, plural(t.ChangedPaths, "path", "paths"))
+			stamp(t.BeganAt), t.ChangedPaths, human.Plural(t.ChangedPaths, "path", "paths"))
 		if t.NotAgentPaths > 0 {
 			fmt.Fprintf(&b, " (+%d by other processes)", t.NotAgentPaths)
 		}
 		b.WriteByte('\n')
 	}
 	if r.OutsideTurns > 0 {
-		fmt.Fprintf(&b, "%d %s changed outside turns\n", r.OutsideTurns, plural(r.OutsideTurns, "path", "paths"))
+		fmt.Fprintf(&b, "%d %s changed outside turns\n", r.OutsideTurns, human.Plural(r.OutsideTurns, "path", "paths"))
 	}
 	if t := r.OpenTurn; t != nil {
 		fmt.Fprintf(&b, "turn %d is open: rollbacks wait until it ends\n", t.Num)
@@ -51,7 +50,7 @@ func showText(r ShowResult) string {
 		ended = ", ended " + stamp(*r.EndedAt)
 	}
 	fmt.Fprintf(&b, "turn %d%s: %s, began %s%s; %d %s changed\n", r.Num, idAnchor(r.ID, r.Anchor), r.State, stamp(r.BeganAt), ended,
-		r.ChangedPaths, plural(r.ChangedPaths, "path", "paths"))
+		r.ChangedPaths, human.Plural(r.ChangedPaths, "path", "paths"))
 	byPath := map[ctl.Path][]ctl.Change{}
 	for _, ch := range r.Changes {
 		byPath[ch.Path] = append(byPath[ch.Path], ch)
@@ -61,7 +60,7 @@ func showText(r ShowResult) string {
 		if st.Step == "" {
 			b.WriteString("before any step:\n")
 		} else {
-			fmt.Fprintf(&b, "step %s:\n", shown(st.Step))
+			fmt.Fprintf(&b, "step %s:\n", human.Shown(st.Step))
 		}
 		for _, p := range st.Paths {
 			for _, ch := range byPath[p] {
@@ -82,16 +81,16 @@ func showText(r ShowResult) string {
 }
 
 func changeLine(ch ctl.Change) string {
-	path := shown(string(ch.Path))
+	path := human.Shown(string(ch.Path))
 	if ch.From != "" {
-		path = shown(string(ch.From)) + " -> " + path
+		path = human.Shown(string(ch.From)) + " -> " + path
 	}
 	if ch.Type == "dir" {
 		path += "/"
 	}
 	who := fmt.Sprintf("pid %d", ch.Pid)
 	if ch.Command != "" {
-		who = shown(ch.Command) + " " + who
+		who = human.Shown(ch.Command) + " " + who
 	}
 	switch {
 	case ch.Outside && ch.Pid == 0:
@@ -99,16 +98,16 @@ func changeLine(ch ctl.Change) string {
 	case !ch.ByAgent():
 		who += ", not the agent's"
 	}
-	return fmt.Sprintf("%s %s (%s journaled; %s)", ch.Kind, path, size(ch.Bytes), who)
+	return fmt.Sprintf("%s %s (%s journaled; %s)", ch.Kind, path, human.Bytes(ch.Bytes), who)
 }
 
 func diffText(r DiffResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "diff from %s to %s: %d %s\n", r.From, r.To, len(r.Files), plural(len(r.Files), "file", "files"))
+	fmt.Fprintf(&b, "diff from %s to %s: %d %s\n", r.From, r.To, len(r.Files), human.Plural(len(r.Files), "file", "files"))
 	for _, f := range r.Files {
-		name := shown(string(f.Path))
+		name := human.Shown(string(f.Path))
 		if f.From != "" {
-			name = shown(string(f.From)) + " -> " + name
+			name = human.Shown(string(f.From)) + " -> " + name
 		}
 		fmt.Fprintf(&b, "%s %s +%d -%d", f.Status, name, f.Added, f.Removed)
 		switch {
@@ -137,12 +136,12 @@ func diffText(r DiffResult) string {
 }
 
 func catText(r CatResult) string {
-	head := fmt.Sprintf("%s as it was when turn %s began (%s)", shown(string(r.Path)), r.Turn, size(r.Size))
+	head := fmt.Sprintf("%s as it was when turn %s began (%s)", human.Shown(string(r.Path)), r.Turn, human.Bytes(r.Size))
 	switch {
 	case r.Binary:
 		return head + ": binary, not shown\n"
 	case r.Cut:
-		return head + ", first " + size(int64(len(r.Content))) + ":\n" + r.Content
+		return head + ", first " + human.Bytes(int64(len(r.Content))) + ":\n" + r.Content
 	}
 	return head + ":\n" + r.Content
 }
@@ -200,7 +199,7 @@ func pathLines(b *strings.Builder, paths []ctl.PathAction, all bool) {
 		if listed++; listed > maxListed {
 			continue
 		}
-		name := shown(string(p.Path))
+		name := human.Shown(string(p.Path))
 		if p.Type == "dir" {
 			name += "/"
 		}
@@ -213,9 +212,9 @@ func pathLines(b *strings.Builder, paths []ctl.PathAction, all bool) {
 		case p.Retried:
 			why = " (retried: an earlier rollback skipped it)"
 		case p.From != "":
-			why = " (renamed back from " + shown(string(p.From)) + ")"
+			why = " (renamed back from " + human.Shown(string(p.From)) + ")"
 		case p.To != "":
-			why = " (renamed back to " + shown(string(p.To)) + ")"
+			why = " (renamed back to " + human.Shown(string(p.To)) + ")"
 		}
 		fmt.Fprintf(b, "  %s %s%s\n", p.Action, name, why)
 	}
@@ -244,7 +243,7 @@ func summary(r ctl.RollbackResult) string {
 func unrevertPreviewText(p UnrevertPreview) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s since the last turn began; unrevert undoes the last one: the workspace goes back to how it was just before it, and its marker is withdrawn\n",
-		p.Unrevertable, plural(p.Unrevertable, "rollback", "rollbacks"))
+		p.Unrevertable, human.Plural(p.Unrevertable, "rollback", "rollbacks"))
 	if len(p.Reverted) > 0 {
 		var nums []string
 		for _, t := range p.Reverted {
@@ -260,10 +259,10 @@ func unrevertPreviewText(p UnrevertPreview) string {
 func idAnchor(id, anchor string) string {
 	var parts []string
 	if id != "" {
-		parts = append(parts, "id "+shown(id))
+		parts = append(parts, "id "+human.Shown(id))
 	}
 	if anchor != "" {
-		parts = append(parts, "anchor "+shown(anchor))
+		parts = append(parts, "anchor "+human.Shown(anchor))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -271,49 +270,4 @@ func idAnchor(id, anchor string) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// shown is s as text shows it: quoted if it is not printable UTF-8, so
-// a name cannot carry a control sequence or a line into the text.
-func shown(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
-
-// shellQuote quotes s for a POSIX shell where it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ',' || r == ':' || r == '@' ||
-			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func size(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}

@@ -113,19 +113,5 @@ func printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// humanBytes formats n as 1.5 KiB, 3.2 MiB …
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 // when formats a time for tables.
 func when(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }

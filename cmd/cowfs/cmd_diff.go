@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type diffOptions struct {
@@ -117,7 +118,7 @@ func printStat(d ctl.Diff) {
 		added += f.Added
 		removed += f.Removed
 	}
-	fmt.Printf(" %s changed, %s(+), %s(-)\n", count(len(d.Files), "file", "files"), count(added, "insertion", "insertions"), count(removed, "deletion", "deletions"))
+	fmt.Printf(" %s changed, %s(+), %s(-)\n", human.Count(len(d.Files), "file", "files"), human.Count(added, "insertion", "insertions"), human.Count(removed, "deletion", "deletions"))
 }
 
 // colorDiff colors a unified diff as git does, if asked.

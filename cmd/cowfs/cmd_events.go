@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type eventsOptions struct {
@@ -88,7 +89,7 @@ func eventLine(e ctl.Event) string {
 	case ctl.EventTurnEnd:
 		return fmt.Sprintf("%d %s turn %d ended", e.Seq, at, e.Turn)
 	case ctl.EventStep:
-		return fmt.Sprintf("%d %s step %s%s began%s", e.Seq, at, shown(e.Step), stepName(e.Name), where)
+		return fmt.Sprintf("%d %s step %s%s began%s", e.Seq, at, human.Shown(e.Step), stepName(e.Name), where)
 	case ctl.EventRollback, ctl.EventUnrevert:
 		res := ctl.RollbackResult{Target: e.Target, Unrevert: e.Type == ctl.EventUnrevert,
 			Complete: e.Failure == "", Failure: e.Failure}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/human"
 )
 
 type fsckOptions struct {
@@ -63,9 +64,9 @@ func runFsck(opts fsckOptions) error {
 		}
 	} else {
 		fmt.Printf("%s: journal %s\n  %s, %s, %s of pre-image content, %s\n",
-			r.Workspace, r.Journal, count(r.Turns, "turn", "turns"), count(r.Records, "record", "records"), humanBytes(r.Content), count(len(r.Markers), "marker", "markers"))
+			r.Workspace, r.Journal, human.Count(r.Turns, "turn", "turns"), human.Count(r.Records, "record", "records"), human.Bytes(r.Content), human.Count(len(r.Markers), "marker", "markers"))
 		for _, p := range r.Problems {
-			fmt.Printf("  problem: %s\n", shown(p))
+			fmt.Printf("  problem: %s\n", human.Shown(p))
 		}
 	}
 	unreadable := 0
@@ -80,11 +81,11 @@ func runFsck(opts fsckOptions) error {
 		unreadable = x.Unreadable
 		if !opts.json {
 			fmt.Printf("  exported %s, %s and %s (%d unreadable) to %s\n",
-				count(x.Markers, "marker", "markers"), count(x.Turns, "turn", "turns"), count(len(x.Paths), "path", "paths"), x.Unreadable, x.Dir)
+				human.Count(x.Markers, "marker", "markers"), human.Count(x.Turns, "turn", "turns"), human.Count(len(x.Paths), "path", "paths"), x.Unreadable, x.Dir)
 		}
 	}
 	if len(r.Problems) > 0 || unreadable > 0 {
-		return codedError{fmt.Errorf("%s: what they name cannot be restored", count(len(r.Problems)+unreadable, "problem", "problems")), exitError}
+		return codedError{fmt.Errorf("%s: what they name cannot be restored", human.Count(len(r.Problems)+unreadable, "problem", "problems")), exitError}
 	}
 	return nil
 }
@@ -95,7 +96,7 @@ func runFsck(opts fsckOptions) error {
 func journalInUse(loc daemon.Location, err error) error {
 	if answers(loc.Socket()) {
 		return codedError{fmt.Errorf("%s is mounted, and its daemon holds the journal (%w); fsck reads it unmounted: %s, then fsck again",
-			shown(loc.Workspace), err, daemon.UmountCommand(loc.Workspace)), exitBusy}
+			human.Shown(loc.Workspace), err, daemon.UmountCommand(loc.Workspace)), exitBusy}
 	}
 	return codedError{fmt.Errorf("%w; another cowfs command is using it: try again once it is done", err), exitBusy}
 }

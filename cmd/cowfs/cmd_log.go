@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type logOptions struct {
@@ -52,7 +53,7 @@ func runLog(opts logOptions) error {
 	}
 	label := shortLabel
 	if opts.wide {
-		label = shown
+		label = human.Shown
 	}
 	if len(l.Turns) == 0 {
 		fmt.Println("no turns yet")
@@ -67,7 +68,7 @@ func runLog(opts logOptions) error {
 				paths += fmt.Sprintf(" (+%d)", t.NotAgentPaths)
 				others = true
 			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Num, dash(label(t.ID)), dash(label(t.Anchor)), t.State, when(t.BeganAt), paths, humanBytes(t.JournalBytes))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Num, dash(label(t.ID)), dash(label(t.Anchor)), t.State, when(t.BeganAt), paths, human.Bytes(t.JournalBytes))
 		}
 		w.Flush()
 		if others {
@@ -78,7 +79,7 @@ func runLog(opts logOptions) error {
 		fmt.Println(prunedEarly(l.PrunedEarly))
 	}
 	if l.OutsideTurns > 0 {
-		fmt.Printf("%s changed outside turns (cowfs show --outside lists them)\n", count(l.OutsideTurns, "path", "paths"))
+		fmt.Printf("%s changed outside turns (cowfs show --outside lists them)\n", human.Count(l.OutsideTurns, "path", "paths"))
 	}
 	return nil
 }

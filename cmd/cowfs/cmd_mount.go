@@ -18,6 +18,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/human"
 )
 
 type mountOptions struct {
@@ -308,7 +309,7 @@ func (b *byteSize) String() string {
 	if *b < 0 {
 		return "none"
 	}
-	return humanBytes(int64(*b))
+	return human.Bytes(int64(*b))
 }
 
 func (b *byteSize) Type() string { return "SIZE" }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type rollbackOptions struct {
@@ -97,9 +98,9 @@ func printRollback(opts rollbackOptions, res ctl.RollbackResult) error {
 			reason := ""
 			switch {
 			case p.Reason != "":
-				reason = "\t(" + shown(p.Reason) + ")"
+				reason = "\t(" + human.Shown(p.Reason) + ")"
 			case p.Note != "":
-				reason = "\t(" + shown(p.Note) + ")"
+				reason = "\t(" + human.Shown(p.Note) + ")"
 			case p.Retried:
 				reason = "\t(retried: an earlier rollback skipped it)"
 			case p.From != "":
@@ -127,7 +128,7 @@ func rollbackSummary(res ctl.RollbackResult) string {
 	switch {
 	case !res.Complete:
 		return fmt.Sprintf("PARTIAL rollback to before turn %d: stopped at a failure: %s\n  done so far: %d restored, %d recovered, %d deleted; %s not done or skipped",
-			res.Target, shown(res.Failure), c.Restored, c.Recovered, c.Deleted, count(c.Skipped, "path", "paths"))
+			res.Target, human.Shown(res.Failure), c.Restored, c.Recovered, c.Deleted, human.Count(c.Skipped, "path", "paths"))
 	case res.DryRun:
 		verb = "Would roll back"
 	case res.Unrevert:
@@ -141,10 +142,10 @@ func rollbackSummary(res ctl.RollbackResult) string {
 func dirCounts(c ctl.RollbackCounts) string {
 	var parts []string
 	if c.DirsRemoved > 0 {
-		parts = append(parts, fmt.Sprintf("%d empty %s removed", c.DirsRemoved, plural(c.DirsRemoved, "directory", "directories")))
+		parts = append(parts, fmt.Sprintf("%d empty %s removed", c.DirsRemoved, human.Plural(c.DirsRemoved, "directory", "directories")))
 	}
 	if c.DirsRecreated > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s recreated", c.DirsRecreated, plural(c.DirsRecreated, "directory", "directories")))
+		parts = append(parts, fmt.Sprintf("%d %s recreated", c.DirsRecreated, human.Plural(c.DirsRecreated, "directory", "directories")))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type showOptions struct {
@@ -94,7 +95,7 @@ func runShow(opts showOptions, ref string) error {
 		ended = "ended " + when(*d.EndedAt)
 	}
 	fmt.Printf("turn %d%s: began %s, %s; %s changed%s, %s journaled%s\n",
-		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, count(d.ChangedPaths, "path", "paths"), notAgentPaths(d.NotAgentPaths), humanBytes(d.JournalBytes), agentNote(d.Agent))
+		d.Num, idAnchor(d.ID, d.Anchor), when(d.BeganAt), ended, human.Count(d.ChangedPaths, "path", "paths"), notAgentPaths(d.NotAgentPaths), human.Bytes(d.JournalBytes), agentNote(d.Agent))
 	return changeTable(os.Stdout, d.Changes, true)
 }
 
@@ -114,12 +115,12 @@ func runShowSteps(opts showOptions, ref string) error {
 		fmt.Printf("turn %d changed nothing and had no steps\n", l.Turn)
 		return nil
 	}
-	fmt.Printf("turn %d: %s\n", l.Turn, count(len(l.Steps), "step", "steps"))
+	fmt.Printf("turn %d: %s\n", l.Turn, human.Count(len(l.Steps), "step", "steps"))
 	for _, st := range l.Steps {
 		if st.ID == "" {
-			fmt.Printf("before the first step: %s changed%s\n", count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
+			fmt.Printf("before the first step: %s changed%s\n", human.Count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
 		} else {
-			fmt.Printf("step %s%s, began %s: %s changed%s\n", shown(st.ID), stepName(st.Name), when(*st.BeganAt), count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
+			fmt.Printf("step %s%s, began %s: %s changed%s\n", human.Shown(st.ID), stepName(st.Name), when(*st.BeganAt), human.Count(st.ChangedPaths, "path", "paths"), notAgentPaths(st.NotAgentPaths))
 		}
 		if err := changeTable(os.Stdout, st.Changes, false); err != nil {
 			return err
@@ -140,10 +141,10 @@ func runShowOutside(opts showOptions) error {
 	if opts.json {
 		return printJSON(o)
 	}
-	fmt.Printf("outside turns: %s changed (rollbacks leave them alone unless forced)\n", count(len(o.Changes), "path", "paths"))
+	fmt.Printf("outside turns: %s changed (rollbacks leave them alone unless forced)\n", human.Count(len(o.Changes), "path", "paths"))
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, ch := range o.Changes {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", ch.Kind, changedPath(ch), humanBytes(ch.Bytes), when(ch.Time), who(ch))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", ch.Kind, changedPath(ch), human.Bytes(ch.Bytes), when(ch.Time), who(ch))
 	}
 	return w.Flush()
 }
@@ -161,7 +162,7 @@ func changeTable(out io.Writer, changes []ctl.Change, withStep bool) error {
 		if !ch.ByAgent() {
 			whose = "\tnot the agent's"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s%s\t%s%s\n", ch.Kind, changedPath(ch), humanBytes(ch.Bytes), step, who(ch), whose)
+		fmt.Fprintf(w, "  %s\t%s\t%s%s\t%s%s\n", ch.Kind, changedPath(ch), human.Bytes(ch.Bytes), step, who(ch), whose)
 	}
 	return w.Flush()
 }
@@ -186,9 +187,9 @@ func who(ch ctl.Change) string {
 // name where no command line was journaled.
 func commandOf(comm, cmdline string) string {
 	if cmdline != "" {
-		return shown(cmdline)
+		return human.Shown(cmdline)
 	}
-	return dash(shown(comm))
+	return dash(human.Shown(comm))
 }
 
 // stepName is a step's name, as " (NAME)", if it has one.
@@ -196,5 +197,5 @@ func stepName(name string) string {
 	if name == "" {
 		return ""
 	}
-	return " (" + shown(name) + ")"
+	return " (" + human.Shown(name) + ")"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 
 	"github.com/spf13/cobra"
 )
@@ -46,12 +47,12 @@ func runStatus(opts statusOptions) error {
 	if st.Sync {
 		sync = ", fsync on every commit"
 	}
-	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, humanBytes(st.JournalBytes), sync)
+	fmt.Printf("journal:     %s (%s%s)\n", st.Journal, human.Bytes(st.JournalBytes), sync)
 	limit := "no size bound"
 	if st.MaxJournalBytes > 0 {
-		limit = "at most " + humanBytes(st.MaxJournalBytes)
+		limit = "at most " + human.Bytes(st.MaxJournalBytes)
 	}
-	fmt.Printf("space:       %s of content the window needs; %s; %s free\n", humanBytes(st.ContentBytes), limit, humanBytes(st.FreeBytes))
+	fmt.Printf("space:       %s of content the window needs; %s; %s free\n", human.Bytes(st.ContentBytes), limit, human.Bytes(st.FreeBytes))
 	if st.JournalError != "" {
 		fmt.Printf("JOURNAL UNUSABLE: %s; changes through the mount fail until cowfs is restarted on a usable journal\n", st.JournalError)
 	}
@@ -65,7 +66,7 @@ func runStatus(opts statusOptions) error {
 		fmt.Printf("             %s\n", prunedEarly(p))
 	}
 	if t := st.OpenTurn; t != nil {
-		fmt.Printf("open turn:   %d%s, since %s, %s changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), count(t.ChangedPaths, "path", "paths"))
+		fmt.Printf("open turn:   %d%s, since %s, %s changed\n", t.Num, idAnchor(t.ID, t.Anchor), when(t.BeganAt), human.Count(t.ChangedPaths, "path", "paths"))
 	} else {
 		fmt.Printf("open turn:   none\n")
 	}
@@ -76,10 +77,10 @@ func runStatus(opts statusOptions) error {
 func idAnchor(id, anchor string) string {
 	s := ""
 	if id != "" {
-		s += " id " + shown(id)
+		s += " id " + human.Shown(id)
 	}
 	if anchor != "" {
-		s += " anchor " + shown(anchor)
+		s += " anchor " + human.Shown(anchor)
 	}
 	if s != "" {
 		s = " (" + s[1:] + ")"

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cowfs/cowfs/ctl"
+	"github.com/cowfs/cowfs/human"
 )
 
 type turnBeginOptions struct {
@@ -116,7 +117,7 @@ func runTurnEnd(opts turnEndOptions) error {
 	if opts.json {
 		return printJSON(t)
 	}
-	fmt.Printf("turn %d ended: %s changed%s, %s journaled\n", t.Num, count(t.ChangedPaths, "path", "paths"), notAgentPaths(t.NotAgentPaths), humanBytes(t.JournalBytes))
+	fmt.Printf("turn %d ended: %s changed%s, %s journaled\n", t.Num, human.Count(t.ChangedPaths, "path", "paths"), notAgentPaths(t.NotAgentPaths), human.Bytes(t.JournalBytes))
 	return nil
 }
 
@@ -132,7 +133,7 @@ func runTurnStep(opts turnStepOptions, id string) error {
 	if opts.json {
 		return printJSON(st)
 	}
-	fmt.Printf("turn %d: step %s%s began\n", st.Turn, shown(st.ID), stepName(st.Name))
+	fmt.Printf("turn %d: step %s%s began\n", st.Turn, human.Shown(st.ID), stepName(st.Name))
 	return nil
 }
 
@@ -149,7 +150,7 @@ func agentNote(s *ctl.AgentScope) string {
 		who = append(who, fmt.Sprintf("pid %d and its descendants", p))
 	}
 	for _, c := range s.Cgroups {
-		who = append(who, "cgroup "+shown(c))
+		who = append(who, "cgroup "+human.Shown(c))
 	}
 	return "; agent: " + strings.Join(who, ", ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/human"
 )
 
 type umountOptions struct {
@@ -143,7 +144,7 @@ func umountStatus(ctx context.Context, c *ctl.Client, loc daemon.Location, force
 	if !force {
 		note := time.AfterFunc(slowAnswer, func() {
 			fmt.Fprintf(os.Stderr, "cowfs: the daemon of %s has not answered for %v; it may be busy (a long rollback) or hang (stopped?): '%s' cuts it off\n",
-				shown(loc.Workspace), slowAnswer, daemon.ShellCommand("cowfs", "umount", "--force", "-w", loc.Workspace))
+				human.Shown(loc.Workspace), slowAnswer, human.ShellCommand("cowfs", "umount", "--force", "-w", loc.Workspace))
 		})
 		defer note.Stop()
 		return c.Status(ctx)
@@ -162,14 +163,14 @@ func umountStatus(ctx context.Context, c *ctl.Client, loc daemon.Location, force
 func abortHung(loc daemon.Location) error {
 	a, err := daemon.Abort(loc.Workspace)
 	if err != nil {
-		return fmt.Errorf("the daemon of %s did not answer in %v, and cutting it off failed: %w", shown(loc.Workspace), forceAnswerWait, err)
+		return fmt.Errorf("the daemon of %s did not answer in %v, and cutting it off failed: %w", human.Shown(loc.Workspace), forceAnswerWait, err)
 	}
 	who := "its daemon"
 	if a.Pid != 0 {
 		who = fmt.Sprintf("its daemon (pid %d)", a.Pid)
 	}
 	fmt.Fprintf(os.Stderr, "cowfs: %s did not answer in %v: aborted FUSE connection %d and detached %s; whatever still used it gets ENOTCONN\n",
-		who, forceAnswerWait, a.Connection, shown(a.Mountpoint))
+		who, forceAnswerWait, a.Connection, human.Shown(a.Mountpoint))
 	if a.Pid != 0 {
 		fmt.Fprintf(os.Stderr, "cowfs: daemon %d holds the journal until it exits: if it was stopped, 'kill -CONT %d' lets it finish and exit; if it hangs, 'kill -KILL %d' ends it (the journal survives a kill)\n", a.Pid, a.Pid, a.Pid)
 	}
@@ -183,7 +184,7 @@ func busyError(ws, mnt string, hs []daemon.Holder, detached bool) error {
 		what = "they came in as it was unmounted: it is detached, and the daemon exits when they let go"
 	}
 	return codedError{fmt.Errorf("%s is in use; %s:\n%sleave it (cd elsewhere) or end them and run '%s' again, or '%s' to detach it now",
-		mnt, what, holderLines(hs), daemon.UmountCommand(ws), daemon.ShellCommand("cowfs", "umount", "--lazy", "-w", ws)), exitBusy}
+		mnt, what, holderLines(hs), daemon.UmountCommand(ws), human.ShellCommand("cowfs", "umount", "--lazy", "-w", ws)), exitBusy}
 }
 
 // holderLines lists holders, one a line, names escaped.
@@ -192,12 +193,12 @@ func holderLines(hs []daemon.Holder) string {
 	for _, h := range hs {
 		var uses []string
 		for _, u := range h.Uses {
-			uses = append(uses, u.What+" "+shown(u.Path))
+			uses = append(uses, u.What+" "+human.Shown(u.Path))
 		}
 		if h.More > 0 {
 			uses = append(uses, fmt.Sprintf("and %d more", h.More))
 		}
-		fmt.Fprintf(&b, "  pid %d (%s): %s\n", h.Pid, shown(h.Command), strings.Join(uses, "; "))
+		fmt.Fprintf(&b, "  pid %d (%s): %s\n", h.Pid, human.Shown(h.Command), strings.Join(uses, "; "))
 	}
 	return b.String()
 }

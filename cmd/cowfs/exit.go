@@ -8,6 +8,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/human"
 )
 
 // Exit codes, listed in the root command's help.
@@ -109,7 +110,7 @@ type codedError struct {
 func exactArgs(n int) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageError{fmt.Errorf("takes %s, got %d; see %s --help", count(n, "argument", "arguments"), len(args), cmd.CommandPath())}
+			return usageError{fmt.Errorf("takes %s, got %d; see %s --help", human.Count(n, "argument", "arguments"), len(args), cmd.CommandPath())}
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cowfs/cowfs/ctl"
 	"github.com/cowfs/cowfs/daemon"
+	"github.com/cowfs/cowfs/human"
 )
 
 // hinted adds to err what to do about it, where the daemon could not
@@ -36,5 +37,5 @@ func hinted(err error) error {
 	if !here {
 		return fmt.Errorf("%w; to mount it: %s", err, daemon.MountCommand(ws))
 	}
-	return fmt.Errorf("%w; to mount %s: %s, or give -w WORKSPACE for another", err, shown(ws), daemon.MountCommand(ws))
+	return fmt.Errorf("%w; to mount %s: %s, or give -w WORKSPACE for another", err, human.Shown(ws), daemon.MountCommand(ws))
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+
+	"github.com/cowfs/cowfs/human"
 )
 
 // execEnv marks cowfs started by cowfs run's sandbox to become the
@@ -31,7 +33,7 @@ func execCommand() {
 	io.Copy(io.Discard, ready)
 	ready.Close()
 	if err != nil || len(os.Args) < 2 {
-		fmt.Fprintf(os.Stderr, "cowfs run: started wrongly (%s=%q, %s)\n", execEnv, os.Getenv(execEnv), count(len(os.Args), "argument", "arguments"))
+		fmt.Fprintf(os.Stderr, "cowfs run: started wrongly (%s=%q, %s)\n", execEnv, os.Getenv(execEnv), human.Count(len(os.Args), "argument", "arguments"))
 		os.Exit(exitError)
 	}
 	syscall.Umask(int(umask))

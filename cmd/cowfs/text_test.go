@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cowfs/cowfs/human"
+)
 
 // TestShown: names that could rewrite a terminal are shown escaped;
 // everything printable, in any script, as it is.
@@ -22,8 +26,8 @@ func TestShown(t *testing.T) {
 		"quote\"is printable":   "quote\"is printable",
 		"back\\slash printable": "back\\slash printable",
 	} {
-		if got := shown(in); got != want {
-			t.Errorf("shown(%q) = %s, want %s", in, got, want)
+		if got := human.Shown(in); got != want {
+			t.Errorf("human.Shown(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
