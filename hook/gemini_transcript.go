@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Gemini CLI records a session in a JSON Lines file (the hooks'
@@ -148,10 +149,20 @@ func FindGeminiTranscript(home, sid string) (string, error) {
 		return "", fmt.Errorf("%w: %q is no session id", ErrNoGeminiTranscript, sid)
 	}
 	matches, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+sid[:8]+".jsonl"))
+	// A session resumed in a later minute is written to a file of that
+	// minute's name: the one written last is the session as it stands.
+	found, newest := "", time.Time{}
 	for _, m := range matches {
-		if tr, err := readTranscript(m); err == nil && tr.SessionID == sid {
-			return m, nil
+		fi, err := os.Stat(m)
+		if err != nil || !fi.ModTime().After(newest) {
+			continue
 		}
+		if tr, err := readTranscript(m); err == nil && tr.SessionID == sid {
+			found, newest = m, fi.ModTime()
+		}
+	}
+	if found != "" {
+		return found, nil
 	}
 	return "", fmt.Errorf("%w for session %s under %s", ErrNoGeminiTranscript, sid, filepath.Join(home, ".gemini", "tmp"))
 }

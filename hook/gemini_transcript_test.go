@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A session file as Gemini CLI writes it: metadata, the session context
@@ -99,5 +100,30 @@ func TestGeminiStepIDAndAnchor(t *testing.T) {
 	}
 	if _, _, err := GeminiAnchorParts("msg-42"); err == nil {
 		t.Errorf("an anchor of another harness split as Gemini's")
+	}
+}
+
+// TestGeminiTranscriptOfAResumedSession: a session resumed in a later
+// minute is written to a file of that minute's name; the session file
+// found is the one written last, not the first by name.
+func TestGeminiTranscriptOfAResumedSession(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("GEMINI_CLI_HOME", "")
+	old := writeSession(t, home, sessionFile)
+	newer := filepath.Join(filepath.Dir(old), "session-2026-12-06T07-23-0123abcd.jsonl")
+	if err := os.WriteFile(newer, []byte(sessionFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Minute)
+	os.Chtimes(old, past, past)
+	got, err := FindGeminiTranscript(home, "0123abcd-0000-4000-8000-000000000001")
+	if err != nil || got != newer {
+		t.Errorf("found %q, %v; want %s", got, err, newer)
+	}
+	// Written the other way round, the older name is the session's.
+	os.Chtimes(old, time.Now(), time.Now())
+	os.Chtimes(newer, past, past)
+	if got, _ := FindGeminiTranscript(home, "0123abcd-0000-4000-8000-000000000001"); got != old {
+		t.Errorf("found %q; want %s", got, old)
 	}
 }

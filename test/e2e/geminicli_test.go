@@ -292,18 +292,27 @@ func (g *geminiRun) lastRequest(text string) string {
 // sessionID is the session the prompts ran in: the one session file.
 func (g *geminiRun) sessionID() string {
 	g.t.Helper()
+	// A session resumed in a later minute is written to a new file of
+	// that minute's name: every file must be the one session's.
 	files, _ := filepath.Glob(filepath.Join(g.home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
-	if len(files) != 1 {
-		g.t.Fatalf("session files: %v; want one", files)
+	if len(files) == 0 {
+		g.t.Fatalf("no session file")
 	}
-	line, _, _ := strings.Cut(geminiFile(g.t, files[0]), "\n")
-	var meta struct {
-		SessionID string `json:"sessionId"`
+	sid := ""
+	for _, f := range files {
+		line, _, _ := strings.Cut(geminiFile(g.t, f), "\n")
+		var meta struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal([]byte(line), &meta); err != nil || len(meta.SessionID) < 8 {
+			g.t.Fatalf("session file %s starts %q", f, line)
+		}
+		if sid != "" && meta.SessionID != sid {
+			g.t.Fatalf("session files of two sessions: %v", files)
+		}
+		sid = meta.SessionID
 	}
-	if err := json.Unmarshal([]byte(line), &meta); err != nil || len(meta.SessionID) < 8 {
-		g.t.Fatalf("session file %s starts %q", files[0], line)
-	}
-	return meta.SessionID
+	return sid
 }
 
 // steps lists each turn's steps, in order, from the event stream.
