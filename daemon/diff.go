@@ -76,8 +76,8 @@ type diffJob struct {
 }
 
 // change is the part of j's change diffFile reads.
-func (j *diffJob) change() journal.Change {
-	return journal.Change{Path: j.path, Kind: j.kind, From: j.from, NotAgent: j.notAgent, Origin: j.oldPath}
+func (j *diffJob) change() change {
+	return change{Path: j.path, Kind: j.kind, From: j.from, NotAgent: j.notAgent, Origin: j.oldPath}
 }
 
 // found is a version looked up under the gate: what a copy needs.
@@ -127,7 +127,7 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 
 	// The changes in range (one step's only, if asked), folded as the
 	// records are read.
-	var fold journal.Folder
+	var fold folder
 	var stepSeen bool
 	var last uint64 // the last record in range
 	end := toSeq
@@ -195,11 +195,11 @@ func (s *service) diffOnce(req ctl.DiffRequest, hold bool) (ctl.Diff, error) {
 	// The fold's map goes while the jobs are made, and each change's
 	// strings as its job is made; the files are one slice, not grown,
 	// copied and grown again.
-	fold = journal.Folder{}
+	fold = folder{}
 	out.Files = make([]ctl.DiffFile, 0, len(changes))
 	for i := range changes {
 		c := changes[i]
-		changes[i] = journal.Change{}
+		changes[i] = change{}
 		// The changes name paths as the range left them (a removed
 		// file's follows its directory); the old version is read
 		// where what each is about was when the range began.
@@ -346,9 +346,9 @@ func (s *service) read(f found, scratch *os.File, outside bool) (version, error)
 
 // diffFile compares the two versions of a changed path; oldPath is
 // where the old one was.
-func diffFile(c journal.Change, oldPath string, old, new version, stat bool) ctl.DiffFile {
+func diffFile(c change, oldPath string, old, new version, stat bool) ctl.DiffFile {
 	f := ctl.DiffFile{Path: ctl.Path(c.Path), Status: c.Kind}
-	if c.Kind == journal.Renamed {
+	if c.Kind == changeRenamed {
 		// Where it was when the range began: c.From is where the
 		// rename found it, which may itself have moved with a
 		// directory earlier in the range.
@@ -361,10 +361,10 @@ func diffFile(c journal.Change, oldPath string, old, new version, stat bool) ctl
 		f.Agent = ctl.NotAgent()
 	}
 	switch {
-	case old.exists && !new.exists && c.Kind != journal.Deleted:
-		f.Status = journal.Deleted
-	case !old.exists && new.exists && c.Kind != journal.Created:
-		f.Status = journal.Created
+	case old.exists && !new.exists && c.Kind != changeDeleted:
+		f.Status = changeDeleted
+	case !old.exists && new.exists && c.Kind != changeCreated:
+		f.Status = changeCreated
 	case !old.exists && !new.exists:
 		f.Note = "created and removed again"
 		return f

@@ -141,30 +141,30 @@ func TestDiffRanges(t *testing.T) {
 		files    []file // the diff's +/- lines, without headers
 	}{
 		{"turn", ctl.DiffRequest{From: "1"}, "turn 1", "end of turn 1", []file{
-			{"a.txt", journal.Created, "+one +two +three"},
-			{"b.txt", journal.Modified, "-b0 +b2"},
+			{"a.txt", changeCreated, "+one +two +three"},
+			{"b.txt", changeModified, "-b0 +b2"},
 		}},
 		{"step 1", ctl.DiffRequest{From: "1", Step: "s1"}, "turn 1 step s1", "end of the step", []file{
-			{"a.txt", journal.Created, "+one"},
-			{"b.txt", journal.Modified, "-b0 +b1"},
+			{"a.txt", changeCreated, "+one"},
+			{"b.txt", changeModified, "-b0 +b1"},
 		}},
 		{"step 2", ctl.DiffRequest{From: "1", Step: "s2"}, "turn 1 step s2", "end of the step", []file{
-			{"a.txt", journal.Modified, "+two"},
-			{"b.txt", journal.Modified, "-b1 +b2"},
+			{"a.txt", changeModified, "+two"},
+			{"b.txt", changeModified, "-b1 +b2"},
 		}},
 		{"step 3", ctl.DiffRequest{From: "1", Step: "s3"}, "turn 1 step s3", "end of the step", []file{
-			{"a.txt", journal.Modified, "+three"},
+			{"a.txt", changeModified, "+three"},
 		}},
 		{"to a later turn", ctl.DiffRequest{From: "1", To: "2"}, "turn 1", "turn 2", []file{
-			{"a.txt", journal.Created, "+one +two +three"},
-			{"b.txt", journal.Modified, "-b0 +b2"},
+			{"a.txt", changeCreated, "+one +two +three"},
+			{"b.txt", changeModified, "-b0 +b2"},
 		}},
 		{"to now", ctl.DiffRequest{From: "1", To: "now"}, "turn 1", "now", []file{
-			{"a.txt", journal.Created, "+one +two +three"},
-			{"b.txt", journal.Modified, "-b0 +b3"},
+			{"a.txt", changeCreated, "+one +two +three"},
+			{"b.txt", changeModified, "-b0 +b3"},
 		}},
 		{"second turn", ctl.DiffRequest{From: "2"}, "turn 2", "end of turn 2", []file{
-			{"b.txt", journal.Modified, "-b2 +b3"},
+			{"b.txt", changeModified, "-b2 +b3"},
 		}},
 	}
 	for _, c := range cases {

@@ -109,29 +109,29 @@ func eventOf(r *journal.Record) (ctl.Event, bool) {
 			e.Counts = &counts
 		}
 	case journal.KindCreate, journal.KindLink:
-		e.Kind = journal.Created
+		e.Kind = changeCreated
 	case journal.KindRemove:
-		e.Kind = journal.Deleted
+		e.Kind = changeDeleted
 	case journal.KindRename:
 		if aside.Private(r.Path2) {
 			return e, false
 		}
 		e.Kind, e.From, e.Path = ctl.KindMoved, ctl.Path(r.Path), ctl.Path(r.Path2)
 	case journal.KindData:
-		e.Kind = journal.Modified
+		e.Kind = changeModified
 	case journal.KindAttr:
 		switch {
 		case r.Cause == journal.CauseDirent:
 			return e, false
 		case r.Cause.Content():
-			e.Kind = journal.Modified
+			e.Kind = changeModified
 		default:
-			e.Kind = journal.Metadata
+			e.Kind = changeMetadata
 		}
 	case journal.KindXattr:
-		e.Kind = journal.Metadata
+		e.Kind = changeMetadata
 	case journal.KindOutside:
-		e.Kind, e.Outside = r.Cause.OutsideKind(), true
+		e.Kind, e.Outside = outsideKind(r.Cause), true
 	default:
 		return e, false
 	}

@@ -144,7 +144,7 @@ func (s *service) Turns(ctx context.Context) (ctl.TurnList, error) {
 		}
 		list.Turns = append(list.Turns, wt.Turn)
 	}
-	var idle journal.Folder
+	var idle folder
 	err = s.d.j.Scan(0, 0, false, func(r *journal.Record) error {
 		if r.Turn == 0 && r.Group == 0 {
 			idle.Add(r)
@@ -212,7 +212,7 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 	// The agent's records and the others' are folded apart: a path both
 	// changed is listed twice, once as the turn's change and once as
 	// the others' (ctl.Change.Agent).
-	var fold, others journal.Folder
+	var fold, others folder
 	var records int
 	var stored int64
 	err := s.d.j.Scan(t.StartSeq, end, false, func(r *journal.Record) error {
@@ -233,7 +233,7 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 	d := ctl.TurnDetail{Turn: turnOf(t), Changes: []ctl.Change{}}
 	d.Records, d.JournalBytes = records, stored
 	if !list {
-		inWorkspace := func(c *journal.Change) bool { return !aside.Private(c.Path) }
+		inWorkspace := func(c *change) bool { return !aside.Private(c.Path) }
 		d.ChangedPaths, d.NotAgentPaths = fold.Count(inWorkspace), others.Count(inWorkspace)
 		return d, nil
 	}
@@ -244,7 +244,7 @@ func (s *service) summary(t journal.Turn, step string, list bool) (ctl.TurnDetai
 // changesOf lists the changes the agent's records (fold) and the
 // others' made, by path, the agent's change to a path before the
 // others', and counts each.
-func changesOf(fold, others *journal.Folder) (list []ctl.Change, agents, notAgents int) {
+func changesOf(fold, others *folder) (list []ctl.Change, agents, notAgents int) {
 	changes, otherChanges := visible(fold.Changes()), visible(others.Changes())
 	list = make([]ctl.Change, 0, len(changes)+len(otherChanges))
 	for _, c := range changes {
@@ -259,7 +259,7 @@ func changesOf(fold, others *journal.Folder) (list []ctl.Change, agents, notAgen
 	return list, len(changes), len(otherChanges)
 }
 
-func changeOf(c journal.Change) ctl.Change {
+func changeOf(c change) ctl.Change {
 	return ctl.Change{
 		Path: ctl.Path(c.Path), Kind: c.Kind, From: ctl.Path(c.From), Type: typeName(c.Type), Bytes: c.Bytes,
 		Outside: c.Outside,
@@ -268,7 +268,7 @@ func changeOf(c journal.Change) ctl.Change {
 }
 
 // visible drops changes inside cowfs's private directory.
-func visible(cs []journal.Change) []journal.Change {
+func visible(cs []change) []change {
 	out := cs[:0]
 	for _, c := range cs {
 		if !aside.Private(c.Path) {

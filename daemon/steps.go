@@ -22,7 +22,7 @@ func (s *service) Steps(ctx context.Context, ref string) (ctl.StepList, error) {
 	}
 	type step struct {
 		ctl.Step
-		fold, others journal.Folder
+		fold, others folder
 	}
 	var order []*step
 	byID := map[string]*step{}
@@ -74,7 +74,7 @@ func (s *service) Steps(ctx context.Context, ref string) (ctl.StepList, error) {
 // through the mount, or found outside it at a boundary. Those a
 // rollback made are its own (Group), not listed.
 func (s *service) Outside(ctx context.Context) (ctl.OutsideChanges, error) {
-	var idle, none journal.Folder
+	var idle, none folder
 	err := s.d.j.Scan(0, 0, false, func(r *journal.Record) error {
 		if r.Turn == 0 && r.Group == 0 && r.Kind != journal.KindEvent {
 			idle.Add(r)

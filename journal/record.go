@@ -102,18 +102,6 @@ const (
 	CauseOutsideReplaced Cause = 11 // another object, or another type, is there
 )
 
-// OutsideKind is the change kind of a KindOutside record's cause:
-// created, deleted, or (changed in place or replaced) modified.
-func (c Cause) OutsideKind() string {
-	switch c {
-	case CauseOutsideCreated:
-		return Created
-	case CauseOutsideDeleted:
-		return Deleted
-	}
-	return Modified
-}
-
 // Content reports whether the cause changes file content.
 func (c Cause) Content() bool { return c == CauseWrite || c == CauseTruncate }
 

@@ -1,6 +1,7 @@
-package journal
+package daemon
 
 import (
+	"github.com/cowfs/cowfs/journal"
 	"sort"
 	"strings"
 	"time"
@@ -10,21 +11,21 @@ import (
 
 // Change kinds: the net effect of a run of records on one path.
 const (
-	Created  = "created"
-	Modified = "modified" // content changed, or the file was replaced
-	Deleted  = "deleted"
-	Renamed  = "renamed" // now at Path, was at From
-	Metadata = "metadata"
+	changeCreated  = "created"
+	changeModified = "modified" // content changed, or the file was replaced
+	changeDeleted  = "deleted"
+	changeRenamed  = "renamed" // now at Path, was at From
+	changeMetadata = "metadata"
 )
 
-// Change is the net effect of a run of records on one path.
-type Change struct {
+// change is the net effect of a run of records on one path.
+type change struct {
 	Path   string
 	Kind   string
-	From   string // Renamed: where it was
-	Type   uint32 // S_IFMT bits
-	Bytes  int64  // pre-image bytes journaled or kept aside
-	Caller Caller // who made the first change
+	From   string         // changeRenamed: where it was
+	Type   uint32         // S_IFMT bits
+	Bytes  int64          // pre-image bytes journaled or kept aside
+	Caller journal.Caller // who made the first change
 	Step   string
 	Seq    uint64 // the first record
 	Time   time.Time
@@ -42,37 +43,37 @@ type Change struct {
 	NotAgent bool
 }
 
-// Changes folds records, in sequence order, into one change per path:
+// foldChanges folds records, in sequence order, into one change per path:
 // a file created and then written is created; created and then deleted
 // is nothing; written to a temporary file and renamed over the original
 // (sed -i) is modified; renamed is renamed from its old path. A
 // directory's own time stamps changing because of its entries are not
 // a change. The result is sorted by path.
-func Changes(recs []*Record) []Change {
-	var f Folder
+func foldChanges(recs []*journal.Record) []change {
+	var f folder
 	for _, r := range recs {
 		f.Add(r)
 	}
 	return f.Changes()
 }
 
-// A Folder is Changes one record at a time: it holds the changes so
+// A folder is foldChanges one record at a time: it holds the changes so
 // far, never the records, so a turn of 150,000 records is summed up
 // while they are read.
-type Folder struct {
-	m map[string]*Change
+type folder struct {
+	m map[string]*change
 }
 
 // Add folds in r, the record after those added before.
-func (f *Folder) Add(r *Record) {
+func (f *folder) Add(r *journal.Record) {
 	if f.m == nil {
-		f.m = map[string]*Change{}
+		f.m = map[string]*change{}
 	}
 	foldRecord(f.m, r)
 }
 
 // Count returns how many of the changes so far keep accepts.
-func (f *Folder) Count(keep func(*Change) bool) int {
+func (f *folder) Count(keep func(*change) bool) int {
 	n := 0
 	for _, c := range f.m {
 		if keep(c) {
@@ -83,8 +84,8 @@ func (f *Folder) Count(keep func(*Change) bool) int {
 }
 
 // Changes returns the changes so far, sorted by path.
-func (f *Folder) Changes() []Change {
-	out := make([]Change, 0, len(f.m))
+func (f *folder) Changes() []change {
+	out := make([]change, 0, len(f.m))
 	for _, c := range f.m {
 		out = append(out, *c)
 	}
@@ -96,7 +97,7 @@ func (f *Folder) Changes() []Change {
 // followed back through the renames the changes so far record (the
 // nearest directory above it with a change of its own), its name kept;
 // "" if that directory is new.
-func placeOf(m map[string]*Change, path string) string {
+func placeOf(m map[string]*change, path string) string {
 	for dir := path; ; {
 		i := strings.LastIndexByte(dir, '/')
 		if i < 0 {
@@ -112,10 +113,10 @@ func placeOf(m map[string]*Change, path string) string {
 	}
 }
 
-func foldRecord(m map[string]*Change, r *Record) {
-	add := func(path, kind string) *Change {
-		c := &Change{Path: path, Kind: kind, Type: r.Type, Caller: r.Caller, Step: r.Step, Seq: r.Seq, Time: r.Time}
-		if kind != Created {
+func foldRecord(m map[string]*change, r *journal.Record) {
+	add := func(path, kind string) *change {
+		c := &change{Path: path, Kind: kind, Type: r.Type, Caller: r.Caller, Step: r.Step, Seq: r.Seq, Time: r.Time}
+		if kind != changeCreated {
 			c.Origin = placeOf(m, path)
 		}
 		m[path] = c
@@ -123,54 +124,54 @@ func foldRecord(m map[string]*Change, r *Record) {
 	}
 	e := m[r.Path]
 	switch r.Kind {
-	case KindCreate, KindLink:
+	case journal.KindCreate, journal.KindLink:
 		switch {
 		case e == nil:
-			add(r.Path, Created)
-		case e.Kind == Deleted:
-			e.Kind, e.Type = Modified, r.Type
+			add(r.Path, changeCreated)
+		case e.Kind == changeDeleted:
+			e.Kind, e.Type = changeModified, r.Type
 		}
-	case KindAttr:
-		if r.Cause == CauseDirent {
+	case journal.KindAttr:
+		if r.Cause == journal.CauseDirent {
 			return
 		}
-		kind := Metadata
+		kind := changeMetadata
 		if r.Cause.Content() {
-			kind = Modified
+			kind = changeModified
 		}
 		switch {
 		case e == nil:
 			add(r.Path, kind)
-		case e.Kind == Metadata:
+		case e.Kind == changeMetadata:
 			e.Kind = kind
 		}
-	case KindData:
+	case journal.KindData:
 		if e == nil {
-			e = add(r.Path, Modified)
-		} else if e.Kind == Metadata {
-			e.Kind = Modified
+			e = add(r.Path, changeModified)
+		} else if e.Kind == changeMetadata {
+			e.Kind = changeModified
 		}
 		e.Bytes += r.Bytes()
-	case KindXattr:
+	case journal.KindXattr:
 		if e == nil {
-			e = add(r.Path, Metadata)
+			e = add(r.Path, changeMetadata)
 		}
 		e.Bytes += r.Bytes()
-	case KindRemove:
+	case journal.KindRemove:
 		switch {
 		case e == nil:
-			add(r.Path, Deleted).Bytes = r.Bytes()
-		case e.Kind == Created:
+			add(r.Path, changeDeleted).Bytes = r.Bytes()
+		case e.Kind == changeCreated:
 			delete(m, r.Path)
-		case e.Kind == Renamed:
+		case e.Kind == changeRenamed:
 			delete(m, r.Path)
-			d := add(e.From, Deleted)
+			d := add(e.From, changeDeleted)
 			d.Bytes, d.Caller, d.Seq, d.Time, d.Origin = e.Bytes+r.Bytes(), e.Caller, e.Seq, e.Time, e.Origin
 		default:
-			e.Kind = Deleted
+			e.Kind = changeDeleted
 			e.Bytes += r.Bytes()
 		}
-	case KindRename:
+	case journal.KindRename:
 		foldRename(m, r, add)
 		if r.NotAgent {
 			for _, p := range []string{r.Path, r.Path2} {
@@ -180,14 +181,14 @@ func foldRecord(m map[string]*Change, r *Record) {
 			}
 		}
 		return
-	case KindOutside:
-		kind := r.Cause.OutsideKind()
+	case journal.KindOutside:
+		kind := outsideKind(r.Cause)
 		switch {
 		case e == nil:
 			e = add(r.Path, kind)
-		case e.Kind == Created && kind == Deleted:
-			e.Kind = Deleted // made through the mount, deleted behind its back
-		case e.Kind != Created:
+		case e.Kind == changeCreated && kind == changeDeleted:
+			e.Kind = changeDeleted // made through the mount, deleted behind its back
+		case e.Kind != changeCreated:
 			e.Kind = kind
 		}
 		e.Outside = true
@@ -197,7 +198,7 @@ func foldRecord(m map[string]*Change, r *Record) {
 	}
 }
 
-func foldRename(m map[string]*Change, r *Record, add func(string, string) *Change) {
+func foldRename(m map[string]*change, r *journal.Record, add func(string, string) *change) {
 	from, to := r.Path, r.Path2
 	move := moveEntry
 	if r.Type == unix.S_IFDIR || r.Flags&unix.RENAME_EXCHANGE != 0 {
@@ -217,17 +218,17 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 		move(m, "\x00swap", to)
 		for p, o := range map[string]string{from: oTo, to: oFrom} {
 			if e := m[p]; e == nil {
-				add(p, Modified).Origin = o
-			} else if e.Kind != Created {
-				e.Kind = Modified
+				add(p, changeModified).Origin = o
+			} else if e.Kind != changeCreated {
+				e.Kind = changeModified
 			}
 		}
 		return
 	}
 	src, dst := m[from], m[to]
 	oFrom, oTo := origin(from), origin(to)
-	replaced := r.Aside != "" || (dst != nil && dst.Kind == Deleted)
-	if dst != nil && dst.Kind == Created {
+	replaced := r.Aside != "" || (dst != nil && dst.Kind == changeDeleted)
+	if dst != nil && dst.Kind == changeCreated {
 		// What it replaced was made in this run of records: nothing
 		// that existed before was replaced (mkdir a b; mv -T a b).
 		replaced = false
@@ -235,18 +236,18 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 	move(m, from, to)
 	switch {
 	case src == nil:
-		src = add(to, Renamed)
+		src = add(to, changeRenamed)
 		src.From, src.Origin = from, oFrom
-	case src.Kind == Created && replaced:
+	case src.Kind == changeCreated && replaced:
 		// A new file in the place of an old one: the place's content
 		// changed, from the old one's.
-		src.Kind, src.Origin = Modified, oTo
-	case src.Kind == Created, src.Kind == Renamed:
+		src.Kind, src.Origin = changeModified, oTo
+	case src.Kind == changeCreated, src.Kind == changeRenamed:
 		// A new file moved, or a moved file moved again.
 	default:
-		src.Kind, src.From = Renamed, from
+		src.Kind, src.From = changeRenamed, from
 	}
-	if dst != nil && (replaced || dst.Kind == Created && src.Kind == Created) {
+	if dst != nil && (replaced || dst.Kind == changeCreated && src.Kind == changeCreated) {
 		// The path's history starts with what happened to the replaced
 		// file — also one made in this run and replaced by another new
 		// one (sed -i on a file the turn created): still created, by
@@ -258,7 +259,7 @@ func foldRename(m map[string]*Change, r *Record, add func(string, string) *Chang
 }
 
 // moveEntry moves the change at from, if any, to to.
-func moveEntry(m map[string]*Change, from, to string) {
+func moveEntry(m map[string]*change, from, to string) {
 	c := m[from]
 	delete(m, from)
 	delete(m, to)
@@ -270,9 +271,9 @@ func moveEntry(m map[string]*Change, from, to string) {
 
 // moveTree moves the change at from, and every change beneath it, to
 // the same place under to. What was at to is overwritten.
-func moveTree(m map[string]*Change, from, to string) {
+func moveTree(m map[string]*change, from, to string) {
 	prefix := from + "/"
-	var moved []*Change
+	var moved []*change
 	for p, c := range m {
 		if p == from || strings.HasPrefix(p, prefix) {
 			delete(m, p)
@@ -284,4 +285,16 @@ func moveTree(m map[string]*Change, from, to string) {
 	for _, c := range moved {
 		m[c.Path] = c
 	}
+}
+
+// outsideKind is the change kind of a KindOutside record's cause:
+// created, deleted, or (changed in place or replaced) modified.
+func outsideKind(c journal.Cause) string {
+	switch c {
+	case journal.CauseOutsideCreated:
+		return changeCreated
+	case journal.CauseOutsideDeleted:
+		return changeDeleted
+	}
+	return changeModified
 }
