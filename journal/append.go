@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/cowfs/cowfs/journal/wal"
 	"github.com/cowfs/cowfs/sparse"
 )
 
@@ -20,7 +21,7 @@ import (
 // When Append returns nil the record and its content are durable: the
 // content written to its pack, the record, its chunk references and
 // the index entries of the chunks it stored written to the record log
-// (wal.go) — in the kernel's page cache at least, so they survive the
+// (package wal) — in the kernel's page cache at least, so they survive the
 // daemon being killed, and on disk with Options.Sync. The caller may
 // then perform the operation. If Append fails, the caller must not
 // perform it.
@@ -42,7 +43,7 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	j.content.RLock()
 	defer j.content.RUnlock()
 
-	var index []walOp
+	var index []wal.Op
 	if content {
 		chunks, stored, ix, stop, err := j.storeContent(src, ext)
 		if err != nil {
@@ -62,16 +63,16 @@ func (j *Journal) Append(g Gate, rec *Record, src io.ReaderAt) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
-	err := j.wal.log(func() ([]walOp, error) {
+	err := j.logged(func() ([]wal.Op, error) {
 		// Numbered under the log's lock: records are logged, and so
 		// reach Badger and followers, in sequence order.
 		rec.Seq = j.nextSeq.Add(1) - 1
 		val := encodeRecord(nil, rec)
 		rec.Stored += int64(len(val) + 9)
 		val = encodeRecord(val[:0], rec)
-		ops := append(index, walOp{key: recordKey(rec.Seq), val: val})
+		ops := append(index, wal.Op{Key: recordKey(rec.Seq), Val: val})
 		for _, c := range rec.Chunks {
-			ops = append(ops, walOp{key: refKey(c.Hash, rec.Seq)})
+			ops = append(ops, wal.Op{Key: refKey(c.Hash, rec.Seq)})
 		}
 		return ops, nil
 	})
@@ -112,10 +113,10 @@ func (j *Journal) Discard(rec *Record) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	err := j.wal.log(func() ([]walOp, error) {
-		ops := []walOp{{del: true, key: recordKey(rec.Seq)}}
+	err := j.logged(func() ([]wal.Op, error) {
+		ops := []wal.Op{{Delete: true, Key: recordKey(rec.Seq)}}
 		for _, c := range rec.Chunks {
-			ops = append(ops, walOp{del: true, key: refKey(c.Hash, rec.Seq)})
+			ops = append(ops, wal.Op{Delete: true, Key: refKey(c.Hash, rec.Seq)})
 		}
 		return ops, nil
 	})

@@ -113,7 +113,7 @@ func (w *blobWriter) Write(b []byte) (int, error) {
 
 // flush stores what is buffered as the next part.
 func (w *blobWriter) flush() {
-	z := w.j.enc.EncodeAll(w.buf, make([]byte, 0, len(w.buf)/4))
+	z := w.j.codec.Compress(make([]byte, 0, len(w.buf)/4), w.buf)
 	k := blobKey(w.id, w.kind, w.ref.Version, w.ref.Parts)
 	if err := w.j.db.Update(func(txn *badger.Txn) error { return txn.Set(k, z) }); err != nil {
 		w.err = fmt.Errorf("journal: store part %d of rollback %d's %c: %w", w.ref.Parts, w.id, w.kind, err)
@@ -134,7 +134,7 @@ func (j *Journal) getBlob(txn *badger.Txn, id uint64, kind byte, ref blobRef) ([
 		err = item.Value(func(z []byte) error {
 			// Piece by piece: the decoder refuses more than 2 MiB
 			// in one call, whatever it appends to.
-			piece, err := j.dec.DecodeAll(z, nil)
+			piece, err := j.codec.Decompress(nil, z)
 			out = append(out, piece...)
 			return err
 		})

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/cowfs/cowfs/journal/pack"
 )
 
 // recordVersion is the first byte of every record encoded now.
@@ -28,8 +30,8 @@ const (
 )
 
 // ErrCorrupt is returned for a value that does not decode: damage
-// (ErrDamaged).
-var ErrCorrupt = fmt.Errorf("%w: corrupt value", ErrDamaged)
+// (ErrDamaged). It is package pack's, which finds damage in packs.
+var ErrCorrupt = pack.ErrCorrupt
 
 // encodeRecord appends r's encoding (everything but Seq, which is the
 // key) to buf. Fields are written in a fixed order; see

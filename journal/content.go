@@ -9,15 +9,17 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/cowfs/cowfs/journal/pack"
+	"github.com/cowfs/cowfs/journal/wal"
 	"github.com/cowfs/cowfs/sparse"
 )
 
-var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return &b }}
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, pack.ChunkSize); return &b }}
 
 // storeContent reads the extents ext of src, in order, cuts their
-// bytes into chunks (chunker.go) — as one stream: where the holes
+// bytes into chunks (pack.Cut) — as one stream: where the holes
 // between them fall does not decide the cuts — and stores those the
-// journal does not hold yet in the pack being written (pack.go). It
+// journal does not hold yet in the pack being written (package pack). It
 // returns the chunks, how many bytes were new to the journal, the
 // index entries of the new chunks, which the caller logs with its
 // record, and where src ended before the extents did (a file shorter
@@ -31,7 +33,7 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return
 // entries are logged in the same entry of the record log as the record
 // that references them. A crash before leaves bytes no entry names:
 // unused space, which reclaim gives back.
-func (j *Journal) storeContent(src io.ReaderAt, ext []sparse.Extent) ([]Chunk, int64, []walOp, int64, error) {
+func (j *Journal) storeContent(src io.ReaderAt, ext []sparse.Extent) ([]Chunk, int64, []wal.Op, int64, error) {
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
 	buf := *bp
@@ -63,8 +65,8 @@ func (j *Journal) storeContent(src io.ReaderAt, ext []sparse.Extent) ([]Chunk, i
 		if have == 0 {
 			break
 		}
-		b := buf[:cut(buf[:have])]
-		c := Chunk{Hash: hashOf(b), Size: uint32(len(b))}
+		b := buf[:pack.Cut(buf[:have])]
+		c := Chunk{Hash: pack.Hash(b), Size: uint32(len(b))}
 		chunks = append(chunks, c)
 		added, err := j.storeChunk(ix, c.Hash, b)
 		if err != nil {
@@ -74,7 +76,7 @@ func (j *Journal) storeContent(src io.ReaderAt, ext []sparse.Extent) ([]Chunk, i
 		have = copy(buf, buf[len(b):have])
 	}
 	if j.opts.Sync {
-		if err := j.packs.flush(); err != nil {
+		if err := j.packs.Flush(); err != nil {
 			return nil, 0, nil, 0, err
 		}
 	}
@@ -90,13 +92,13 @@ func (j *Journal) storeChunk(ix *indexWriter, h [32]byte, b []byte) (int64, erro
 	if ok, err := ix.has(h); err != nil || ok {
 		return 0, err
 	}
-	z := j.enc.EncodeAll(b, make([]byte, 0, len(b)/2))
-	l, err := j.packs.add(h, len(b), z)
+	z := j.codec.Compress(make([]byte, 0, len(b)/2), b)
+	l, err := j.packs.Add(h, len(b), z)
 	if err != nil {
 		return 0, err
 	}
 	ix.set(h, l)
-	return l.size(), nil
+	return l.Size(), nil
 }
 
 // ReadChunk returns the uncompressed bytes of c.
@@ -106,29 +108,29 @@ func (j *Journal) ReadChunk(c Chunk) ([]byte, error) {
 	// location names is there until the read is done.
 	j.content.RLock()
 	defer j.content.RUnlock()
-	var l loc
+	var l pack.Loc
 	err := j.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(chunkKey(c.Hash))
 		if err != nil {
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			l, err = decodeLoc(v)
+			l, err = pack.DecodeLoc(v)
 			return err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: chunk %x: %w", c.Hash[:6], err)
 	}
-	z, err := j.packs.read(l, c.Hash)
+	z, err := j.packs.Read(l, c.Hash)
 	if err != nil {
 		return nil, err
 	}
-	out, err := j.dec.DecodeAll(z, make([]byte, 0, c.Size))
+	out, err := j.codec.Decompress(make([]byte, 0, c.Size), z)
 	if err != nil {
 		return nil, fmt.Errorf("%w: chunk %x: %v", ErrCorrupt, c.Hash[:6], err)
 	}
-	if len(out) != int(c.Size) || hashOf(out) != c.Hash {
+	if len(out) != int(c.Size) || pack.Hash(out) != c.Hash {
 		return nil, fmt.Errorf("%w: chunk %x does not match its hash", ErrCorrupt, c.Hash[:6])
 	}
 	return out, nil
@@ -174,7 +176,7 @@ func (j *Journal) ReadContent(r *Record, fn func(off int64, b []byte) error) err
 // exist (a record with very many chunks commits its references first,
 // see Append), then index entries no record references. Their bytes in
 // packs become unused space, for reclaim. The entries that stay fill
-// the chunk filter (filter.go).
+// the chunk filter (pack.Filter).
 func (j *Journal) sweepOrphanChunks() error {
 	var refs, orphans [][]byte
 	err := j.db.View(func(txn *badger.Txn) error {
@@ -212,7 +214,7 @@ func (j *Journal) sweepOrphanChunks() error {
 			if !ri.ValidForPrefix(p) {
 				orphans = append(orphans, it.Item().KeyCopy(nil))
 			} else {
-				j.chunks.add(h)
+				j.chunks.Add(h)
 			}
 		}
 		return nil

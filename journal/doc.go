@@ -2,10 +2,24 @@
 // recent history: turns, the records of every change made through the
 // mount, and the pre-image content those records point to.
 //
+// # Parts
+//
+// Journal is the orchestrator: it owns Badger, the turns, the records
+// and their order against changes (the gate), and the index of content
+// chunks; it decides what stays and what goes. Two parts do one job
+// each, know nothing of records or turns, and are tested alone:
+//
+//   - package journal/wal, the record log: how an entry of blind sets
+//     and deletes becomes durable with one write(2) and reaches Badger
+//     later, replayed after a crash (walstore.go gives it Badger);
+//   - package journal/pack, content storage: content-defined chunking,
+//     zstd, pack files and their entries, the chunk filter, and the
+//     repack plan.
+//
 // # Layout
 //
 // Records, turns and the index live in one Badger database; content
-// lives in pack files beside it (pack.go). Keys start with a one-byte
+// lives in pack files beside it (package pack). Keys start with a one-byte
 // prefix; numbers are big-endian so keys sort in numeric order:
 //
 //	'M'                      format metadata (JSON)
@@ -17,7 +31,7 @@
 //	'b' id(8)                a rollback (JSON, rollback.go)
 //	'p' id(8) kind version part   a part of its plan or skipped list (blob.go)
 //	'W'                      the workspace token (binding.go)
-//	'L'                      how far the record log is applied (wal.go)
+//	'L'                      how far the record log is applied (walstore.go)
 //
 // Records are numbered by a global sequence that never goes back. A
 // turn owns the records whose sequence falls in [StartSeq, EndSeq);
@@ -30,7 +44,7 @@
 // # Content
 //
 // Pre-image bytes are cut into chunks where their content says
-// (chunker.go: 64 KiB to 1 MiB), addressed by the SHA-256 of their
+// (pack.Cut: 64 KiB to 1 MiB), addressed by the SHA-256 of their
 // uncompressed bytes, compressed with zstd and appended to a pack file,
 // once however many records refer to them: the same file rewritten
 // unchanged every turn costs a record and its references. A chunk lives
@@ -48,7 +62,7 @@
 // Append returns only after its chunks were written to their pack
 // (write(2)) and its record — with its chunk references and the index
 // entries of the chunks it stored — was written to the record log
-// (wal.go): all are in the kernel's page cache and survive a kill -9
+// (package wal): all are in the kernel's page cache and survive a kill -9
 // of the daemon. With Options.Sync the pack is fsynced before the log
 // entry is written and the entry is fdatasync'd: they survive a power
 // cut. Callers rely on this: the pre-image is recorded before the
@@ -73,7 +87,8 @@
 // (space.go), and a record that still does not fit is refused with
 // ErrNoSpace, so the change it records fails with ENOSPC.
 //
-// This package knows nothing of FUSE or of the workspace's files; it
-// imports Badger, zstd, x/sys/unix, package sparse and the standard
-// library only.
+// This package knows nothing of FUSE or of the workspace's files, nor
+// of how its history reads for people (the daemon folds records into
+// changes); it imports Badger, x/sys/unix, its parts journal/pack and
+// journal/wal, package sparse and the standard library only.
 package journal

@@ -1,6 +1,10 @@
 package journal
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cowfs/cowfs/journal/pack"
+)
 
 var (
 	// ErrBusy: a turn is open and the request needs none (begin, rollback).
@@ -26,7 +30,8 @@ var (
 	// what it held cannot be given back. Not "not found": the turn or
 	// path asked for exists; retrying will not help; cowfs fsck lists
 	// the damage and its --export saves what can still be read.
-	ErrDamaged = errors.New("the journal is damaged")
+	// It is package pack's, which finds a pack missing.
+	ErrDamaged = pack.ErrDamaged
 	// ErrUnreadable: the journal's database cannot be opened: corrupted,
 	// or written by something else.
 	ErrUnreadable = errors.New("unreadable journal")

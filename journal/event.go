@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // Events the journal keeps beside changes, as KindEvent records, so a
@@ -62,9 +64,9 @@ func (j *Journal) appendEvent(turn uint64, step, name string, detail any) error 
 		}
 		rec.Detail = b
 	}
-	err := j.wal.log(func() ([]walOp, error) {
+	err := j.logged(func() ([]wal.Op, error) {
 		rec.Seq = j.nextSeq.Add(1) - 1
-		return []walOp{{key: recordKey(rec.Seq), val: encodeRecord(nil, rec)}}, nil
+		return []wal.Op{{Key: recordKey(rec.Seq), Val: encodeRecord(nil, rec)}}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("journal: record event: %w", err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // eventBatch is how many events AppendEvents writes to the record log
@@ -14,7 +16,7 @@ const eventBatch = 2048
 // turn, in order and with consecutive sequence numbers: the per-path
 // events of a rollback, thousands for a large one. It holds the gate
 // exclusively, so no change is journaled between them. They go through
-// the record log like every record (wal.go), eventBatch to an entry: a
+// the record log like every record (package wal), eventBatch to an entry: a
 // write(2) each, with Badger's work left to the log's applier instead
 // of a transaction committed, and waited for, per megabyte of events
 // (which made large rollbacks wait before they answered). Entries
@@ -41,12 +43,12 @@ func (j *Journal) AppendEvents(name string, details []any) error {
 			}
 			vals[i] = b
 		}
-		err := j.wal.log(func() ([]walOp, error) {
-			ops := make([]walOp, len(vals))
+		err := j.logged(func() ([]wal.Op, error) {
+			ops := make([]wal.Op, len(vals))
 			for i, b := range vals {
 				rec := &Record{Kind: KindEvent, Path: name, Time: now, Detail: b}
 				rec.Seq = j.nextSeq.Add(1) - 1
-				ops[i] = walOp{key: recordKey(rec.Seq), val: encodeRecord(nil, rec)}
+				ops[i] = wal.Op{Key: recordKey(rec.Seq), Val: encodeRecord(nil, rec)}
 			}
 			return ops, nil
 		})
@@ -54,8 +56,8 @@ func (j *Journal) AppendEvents(name string, details []any) error {
 			return fmt.Errorf("journal: record events: %w", err)
 		}
 		j.wake()
-		if j.wal.backlog() > 4*walApplyOps {
-			if err := j.wal.apply(); err != nil {
+		if j.wal.Backlog() > 4*wal.ApplyOps {
+			if err := j.wal.Apply(); err != nil {
 				return fmt.Errorf("journal: record events: %w", err)
 			}
 			j.trimMapped() // the tables a burst of events makes stay mapped, dirty, until trimmed

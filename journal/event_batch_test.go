@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // AppendEvents writes every event, in order, with consecutive sequence
@@ -24,7 +26,7 @@ func TestAppendEvents(t *testing.T) {
 	if got := j.NextSeq() - first; got != n {
 		t.Fatalf("%d sequence numbers taken, want %d", got, n)
 	}
-	if b := j.wal.backlog(); b > 4*walApplyOps+eventBatch {
+	if b := j.wal.Backlog(); b > 4*wal.ApplyOps+eventBatch {
 		t.Fatalf("%d operations wait for Badger", b)
 	}
 	i := 0

@@ -5,20 +5,23 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/cowfs/cowfs/journal/pack"
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // The index maps a chunk's hash to its location in a pack: key 'c'
-// hash(32), value encodeLoc. References ('x' hash seq) say which
+// hash(32), value pack.Loc.Encode. References ('x' hash seq) say which
 // records need the chunk; an entry lives while it has one.
 
 // indexWriter collects the index entries of the chunks one record
 // stores, for the record's entry in the record log (Append). A chunk is
 // stored if this writer added it, or a logged record that Badger may
-// not have yet does (recordLog.chunk), or Badger has its entry.
+// not have yet does (wal.Log.Pending), or Badger has its entry.
 type indexWriter struct {
 	j     *Journal
 	added map[[32]byte]bool
-	ops   []walOp
+	ops   []wal.Op
 }
 
 func (j *Journal) newIndexWriter() *indexWriter { return &indexWriter{j: j} }
@@ -28,17 +31,18 @@ func (j *Journal) newIndexWriter() *indexWriter { return &indexWriter{j: j} }
 // applied): the log lets go of an entry only once Badger has it, so an
 // entry is never missed between the two — a snapshot of Badger taken
 // before the log let go of it would miss it. The chunk filter answers
-// first for nearly every new chunk (filter.go), the chunks found before
+// first for nearly every new chunk (pack.Filter), the chunks found before
 // for old ones (present.go).
 func (w *indexWriter) has(h [32]byte) (bool, error) {
 	if w.added[h] {
 		return true, nil
 	}
-	if _, ok := w.j.wal.chunk(h); ok {
+	k := chunkKeyOf(h)
+	if _, ok := w.j.wal.Pending(k[:]); ok {
 		return true, nil
 	}
-	if !w.j.chunks.mayHold(h) {
-		return false, nil // filter.go
+	if !w.j.chunks.MayHold(h) {
+		return false, nil // pack.Filter
 	}
 	if w.j.present.has(h) {
 		return true, nil // present.go
@@ -59,11 +63,11 @@ func (w *indexWriter) has(h [32]byte) (bool, error) {
 }
 
 // set adds the entry of chunk h.
-func (w *indexWriter) set(h [32]byte, l loc) {
+func (w *indexWriter) set(h [32]byte, l pack.Loc) {
 	if w.added == nil {
 		w.added = map[[32]byte]bool{}
 	}
 	w.added[h] = true
-	w.j.chunks.add(h)
-	w.ops = append(w.ops, walOp{key: chunkKey(h), val: encodeLoc(l)})
+	w.j.chunks.Add(h)
+	w.ops = append(w.ops, wal.Op{Key: chunkKey(h), Val: l.Encode(), Lookup: true})
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/cowfs/cowfs/journal/pack"
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // FormatVersion is the version of the on-disk format this package
@@ -29,8 +31,8 @@ type meta struct {
 
 // Journal is an open journal. Its methods are safe for concurrent use.
 type Journal struct {
-	db   *store     // Badger, caught up with the record log before each use
-	wal  *recordLog // where records are written first (wal.go)
+	db   *store   // Badger, caught up with the record log before each use
+	wal  *wal.Log // where records are written first (package wal; walstore.go)
 	dir  string
 	lock *os.File // flock'd; released on Close
 	opts Options
@@ -68,8 +70,8 @@ type Journal struct {
 	// the records it reads (pin.go).
 	kept sync.RWMutex
 
-	packs     *packs        // where content lives (pack.go)
-	chunks    *chunkFilter  // which chunks the index may hold (filter.go)
+	packs     *pack.Dir     // where content lives (package pack)
+	chunks    *pack.Filter  // which chunks the index may hold
 	present   presentChunks // chunks found in the index (present.go)
 	progress  *os.File      // how far the running rollback got (progress.go)
 	reclaimMu sync.Mutex    // one reclaim at a time (reclaim.go)
@@ -84,8 +86,7 @@ type Journal struct {
 
 	notify notifier
 
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	codec *pack.Codec // compresses chunks and blobs
 
 	closed   atomic.Bool
 	health   health
@@ -111,7 +112,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("%w: the journal in %s cannot be opened (%v); nothing in the workspace was touched. "+
 			"Keep it for inspection and start a new one: mv %s %s.unreadable", ErrUnreadable, dir, err, dir, dir)
 	}
-	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: newChunkFilter()}
+	j := &Journal{dir: dir, lock: lock, opts: opts, log: opts.Logger, chunks: pack.NewFilter()}
 	j.space.read = j.statfs
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
@@ -124,7 +125,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		lock.Close()
 		return nil, err
 	}
-	if j.wal, err = openRecordLog(dir, db, opts.Sync, j.fail); err != nil {
+	if j.wal, err = wal.Open(dir, logStore{db}, wal.Options{Sync: opts.Sync, WriteFailed: j.refused}); err != nil {
 		db.Close()
 		lock.Close()
 		return nil, err
@@ -137,15 +138,15 @@ func Open(dir string, opts Options) (*Journal, error) {
 		for i := len(opened) - 1; i >= 0; i-- {
 			opened[i]()
 		}
-		j.wal.close()
+		j.wal.Close()
 		db.Close()
 		lock.Close()
 	}
-	if j.packs, err = openPacks(dir, opts.Sync); err != nil {
+	if j.packs, err = pack.Open(filepath.Join(dir, packDirName), opts.Sync); err != nil {
 		undo()
 		return nil, err
 	}
-	opened = append(opened, func() { j.packs.close() })
+	opened = append(opened, func() { j.packs.Close() })
 	if j.progress, err = openProgress(dir); err != nil {
 		undo()
 		return nil, err
@@ -190,23 +191,8 @@ func lockDir(dir string) (*os.File, error) {
 
 func (j *Journal) init() error {
 	var err error
-	// Each chunk (at most ChunkSize) is a frame of its own, so a window
-	// of ChunkSize loses no match; the default kept 4 MiB of history
-	// live, beside the daemon's 80 MiB heap limit.
-	j.enc, err = zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true),
-		zstd.WithWindowSize(ChunkSize))
-	if err != nil {
-		return fmt.Errorf("journal: zstd: %w", err)
-	}
-	j.dec, err = zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxMemory(2*ChunkSize))
-	if err != nil {
-		return fmt.Errorf("journal: zstd: %w", err)
+	if j.codec, err = pack.NewCodec(); err != nil {
+		return err
 	}
 	if err := j.loadCounters(); err != nil {
 		return err
@@ -243,7 +229,7 @@ func (j *Journal) initMeta() error {
 		}
 		if m.Format >= 2 && m.Format < FormatVersion {
 			// Formats 3 and 4 only add keys and files (rollback plans
-			// in parts, blob.go; the record log, wal.go), and formats
+			// in parts, blob.go; the record log, package wal), and formats
 			// 5, 6 and 7 a record version each (holes; flags; the
 			// command line, codec.go);
 			// each reads what the ones before wrote as it is. Marked as this version, the
@@ -315,7 +301,7 @@ func (j *Journal) Close() error {
 	go func() {
 		// What the log holds reaches Badger first: the next open then
 		// has nothing to replay.
-		err := j.wal.close()
+		err := j.wal.Close()
 		if cerr := j.db.DB.Close(); err == nil || errors.Is(err, ErrClosed) {
 			err = cerr
 		}
@@ -333,12 +319,11 @@ func (j *Journal) Close() error {
 			err = fmt.Errorf("gave up waiting for Badger to close an unusable journal")
 		}
 	}
-	if perr := j.packs.close(); err == nil && perr != nil {
+	if perr := j.packs.Close(); err == nil && perr != nil {
 		err = perr
 	}
 	j.progress.Close()
-	j.enc.Close()
-	j.dec.Close()
+	j.codec.Close()
 	j.lock.Close()
 	if err != nil {
 		return fmt.Errorf("journal: close: %w", err)

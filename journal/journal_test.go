@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cowfs/cowfs/journal/pack"
 )
 
 func TestTurnsAndRecords(t *testing.T) {
@@ -121,7 +123,7 @@ func TestLargeContent(t *testing.T) {
 	}
 	g.Leave()
 	for i, c := range rec.Chunks {
-		if c.Size > ChunkSize || c.Size < MinChunk && i < len(rec.Chunks)-1 {
+		if c.Size > pack.ChunkSize || c.Size < pack.MinChunk && i < len(rec.Chunks)-1 {
 			t.Fatalf("chunk %d of %d bytes", i, c.Size)
 		}
 	}

@@ -18,10 +18,13 @@ const (
 	prefixFingerprint = 'f' // path -> what a rescan last saw there (fingerprint.go)
 	prefixScanned     = 'S' // the sequence number the last rescan accounted for
 	prefixEarly       = 'E' // when turns last left the window early (space.go)
-	prefixLogMark     = 'L' // how far the record log is applied (wal.go)
+	prefixLogMark     = 'L' // how far the record log is applied (walstore.go)
 )
 
 var metaKey = []byte{prefixMeta}
+
+// packDirName is the directory of pack files beside Badger.
+const packDirName = "packs"
 
 func numKey(prefix byte, n uint64) []byte {
 	k := make([]byte, 9)
@@ -38,7 +41,13 @@ func markerKey(n uint64) []byte { return numKey(prefixMarker, n) }
 func keyNum(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:9]) }
 
 func chunkKey(h [32]byte) []byte {
-	k := make([]byte, 33)
+	k := chunkKeyOf(h)
+	return k[:]
+}
+
+// chunkKeyOf is chunkKey as an array, for lookups that need not
+// allocate it.
+func chunkKeyOf(h [32]byte) (k [33]byte) {
 	k[0] = prefixChunk
 	copy(k[1:], h[:])
 	return k

@@ -64,7 +64,7 @@ func (o Options) window() int {
 // badgerOptions tunes Badger for a small embedded journal. The
 // defaults are sized for a database server: 64 MiB memtables, five of
 // them, a 256 MiB block cache, 1 GiB value-log files — about 84 MB
-// resident at open. Content lives in pack files (pack.go); Badger holds
+// resident at open. Content lives in pack files (package pack); Badger holds
 // records, turns and the chunk index, a few hundred bytes a change, so:
 //
 //   - memtables of 2 MiB, two of them (a transaction may be up to 15% of

@@ -5,7 +5,7 @@ import "sync"
 // presentChunks remembers chunks a lookup found in the index, so that
 // content captured again and again — a database's empty pages, a file
 // of repeated blocks — costs one Badger read per chunk, not one per
-// capture. The chunk filter (filter.go) answers for new content; this
+// capture. The chunk filter (pack.Filter) answers for new content; this
 // answers for old. When a file repeats a few distinct blocks, nearly
 // every capture is a dedup hit, and each would otherwise cost a Badger
 // read transaction (two hand-offs to Badger's watermark goroutine).

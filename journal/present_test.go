@@ -1,6 +1,10 @@
 package journal
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cowfs/cowfs/journal/pack"
+)
 
 // A chunk found in the index is remembered, and forgotten when a prune
 // deletes it: content stored again after its last record left the
@@ -13,11 +17,11 @@ func TestPresentChunksForgottenOnPrune(t *testing.T) {
 	defer j.Close()
 	x, y := randomBytes(1, 8192), randomBytes(2, 8192)
 	addTurn(t, j, map[string][]byte{"a": x})
-	if err := j.wal.apply(); err != nil { // so the next lookup asks Badger
+	if err := j.wal.Apply(); err != nil { // so the next lookup asks Badger
 		t.Fatal(err)
 	}
 	addTurn(t, j, map[string][]byte{"b": x}) // found in Badger: remembered
-	if !j.present.has(hashOf(x)) {
+	if !j.present.has(pack.Hash(x)) {
 		t.Fatal("a chunk found in the index was not remembered")
 	}
 	addTurn(t, j, map[string][]byte{"c": y}) // a leaves the window

@@ -3,33 +3,20 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
-)
 
-// maxUnused is the share of the sealed packs' bytes that may be unused
-// (named by no index entry) before reclaim repacks: the packs then take
-// at most 1/(1-maxUnused) = 1.25 times the bytes the index needs.
-const maxUnused = 0.2
+	"github.com/cowfs/cowfs/journal/pack"
+)
 
 // testHookReclaim is called at each step of a repack; crash tests kill
 // the process there.
 var testHookReclaim = func(step string) {}
 
-// packUse is what the index says of one pack.
-type packUse struct {
-	id     uint64
-	size   int64 // file length
-	live   int64 // bytes of the entries the index names
-	unused int64 // size - header - live
-}
-
 // reclaim gives back the space of content no record needs any more:
 // packs no index entry names are deleted, and while more than
-// maxUnused of the sealed packs' bytes are unused, the pack with the
+// pack.MaxUnused of the sealed packs' bytes are unused, the pack with the
 // most unused bytes is repacked — its live entries copied into the pack
 // being written, the index moved to the copies, the pack deleted. This
 // is restic's prune: plan from the index, copy, switch, delete.
@@ -54,7 +41,7 @@ func (j *Journal) reclaim() error {
 	defer j.reclaimMu.Unlock()
 	defer j.remeasure()
 	j.content.Lock()
-	sealed, err := j.packs.seal()
+	sealed, err := j.packs.Seal()
 	j.content.Unlock()
 	if err != nil {
 		return err
@@ -63,9 +50,9 @@ func (j *Journal) reclaim() error {
 	if err != nil {
 		return err
 	}
-	var dead, kept []packUse
+	var dead, kept []pack.Use
 	for _, u := range uses {
-		if u.live == 0 {
+		if u.Live == 0 {
 			dead = append(dead, u)
 		} else {
 			kept = append(kept, u)
@@ -76,7 +63,7 @@ func (j *Journal) reclaim() error {
 			return err
 		}
 	}
-	plan := planRepack(kept)
+	plan := pack.PlanRepack(kept)
 	if len(plan) == 0 {
 		return nil
 	}
@@ -84,43 +71,40 @@ func (j *Journal) reclaim() error {
 }
 
 // packUses returns the use of every pack numbered below sealed.
-func (j *Journal) packUses(sealed uint64) ([]packUse, error) {
-	sizes, err := j.packs.list()
+func (j *Journal) packUses(sealed uint64) ([]pack.Use, error) {
+	sizes, err := j.packs.List()
 	if err != nil {
 		return nil, err
 	}
 	live := map[uint64]int64{}
-	err = j.eachLoc(func(_ [32]byte, l loc) error {
-		live[l.pack] += l.size()
+	err = j.eachLoc(func(_ [32]byte, l pack.Loc) error {
+		live[l.Pack] += l.Size()
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	var out []packUse
+	var out []pack.Use
 	for id, size := range sizes {
-		if id >= sealed {
-			continue
+		if id < sealed {
+			out = append(out, pack.NewUse(id, size, live[id]))
 		}
-		u := packUse{id: id, size: size, live: live[id]}
-		u.unused = max(0, size-packHeader-u.live)
-		out = append(out, u)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].id < out[b].id })
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out, nil
 }
 
 // eachLoc calls fn with every index entry.
-func (j *Journal) eachLoc(fn func(h [32]byte, l loc) error) error {
+func (j *Journal) eachLoc(fn func(h [32]byte, l pack.Loc) error) error {
 	return j.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte{prefixChunk}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var h [32]byte
 			copy(h[:], it.Item().Key()[1:])
-			var l loc
+			var l pack.Loc
 			err := it.Item().Value(func(v []byte) (err error) {
-				l, err = decodeLoc(v)
+				l, err = pack.DecodeLoc(v)
 				return err
 			})
 			if err != nil {
@@ -134,40 +118,18 @@ func (j *Journal) eachLoc(fn func(h [32]byte, l loc) error) error {
 	})
 }
 
-// planRepack picks the packs to repack, most unused first, until no
-// more than maxUnused of what is left would be unused.
-func planRepack(uses []packUse) []packUse {
-	var total, unused float64
-	for _, u := range uses {
-		total += float64(u.size)
-		unused += float64(u.unused)
-	}
-	sort.Slice(uses, func(a, b int) bool { return uses[a].unused > uses[b].unused })
-	var plan []packUse
-	for _, u := range uses {
-		if unused <= maxUnused*total || u.unused == 0 {
-			break
-		}
-		plan = append(plan, u)
-		// Its live bytes move to a new pack; its unused bytes go.
-		total -= float64(u.unused + packHeader)
-		unused -= float64(u.unused)
-	}
-	return plan
-}
-
 // dropPacks deletes packs the index names nothing in, once the index
 // that says so is durable.
-func (j *Journal) dropPacks(dead []packUse) error {
+func (j *Journal) dropPacks(dead []pack.Use) error {
 	if err := j.db.Sync(); err != nil {
 		return fmt.Errorf("journal: sync index: %w", err)
 	}
 	var freed int64
 	for _, u := range dead {
-		if err := j.packs.remove(u.id); err != nil {
+		if err := j.packs.Remove(u.ID); err != nil {
 			return err
 		}
-		freed += u.size
+		freed += u.Size
 	}
 	j.log.Info("journal: deleted unused packs", "packs", len(dead), "bytes", freed)
 	return nil
@@ -176,21 +138,21 @@ func (j *Journal) dropPacks(dead []packUse) error {
 // move is one entry being repacked.
 type move struct {
 	h        [32]byte
-	from, to loc
+	from, to pack.Loc
 }
 
 // repack copies the live entries of the planned packs into the pack
 // being written, switches the index to the copies and deletes the
 // packs (see reclaim for why each step is safe).
-func (j *Journal) repack(plan []packUse) error {
+func (j *Journal) repack(plan []pack.Use) error {
 	want := map[uint64]bool{}
 	for _, u := range plan {
-		want[u.id] = true
+		want[u.ID] = true
 	}
 	byPack := map[uint64][]move{}
-	err := j.eachLoc(func(h [32]byte, l loc) error {
-		if want[l.pack] {
-			byPack[l.pack] = append(byPack[l.pack], move{h: h, from: l})
+	err := j.eachLoc(func(h [32]byte, l pack.Loc) error {
+		if want[l.Pack] {
+			byPack[l.Pack] = append(byPack[l.Pack], move{h: h, from: l})
 		}
 		return nil
 	})
@@ -200,29 +162,29 @@ func (j *Journal) repack(plan []packUse) error {
 	var moves []move
 	dest := map[uint64]bool{}
 	for _, u := range plan {
-		ms := byPack[u.id]
-		sort.Slice(ms, func(a, b int) bool { return ms[a].from.off < ms[b].from.off })
-		f, err := os.Open(filepath.Join(j.packs.dir, packName(u.id)))
+		ms := byPack[u.ID]
+		sort.Slice(ms, func(a, b int) bool { return ms[a].from.Off < ms[b].from.Off })
+		f, err := j.packs.OpenPack(u.ID)
 		if err != nil {
 			return fmt.Errorf("journal: repack: %w", err)
 		}
 		for i := range ms {
-			e, err := j.packs.readEntry(f, ms[i].from, ms[i].h)
+			e, err := j.packs.ReadEntry(f, ms[i].from, ms[i].h)
 			if err == nil {
-				ms[i].to, err = j.packs.addEntry(e)
+				ms[i].to, err = j.packs.AddEntry(e)
 			}
 			if err != nil {
 				f.Close()
 				return fmt.Errorf("journal: repack: %w", err)
 			}
-			dest[ms[i].to.pack] = true
+			dest[ms[i].to.Pack] = true
 			testHookReclaim("copying")
 		}
 		f.Close()
 		moves = append(moves, ms...)
 	}
 	for id := range dest {
-		if err := j.packs.syncPack(id); err != nil {
+		if err := j.packs.SyncPack(id); err != nil {
 			return err
 		}
 	}
@@ -250,12 +212,12 @@ func (j *Journal) switchIndex(moves []move) error {
 				} else if err != nil {
 					return err
 				}
-				var cur loc
-				if err := item.Value(func(v []byte) (err error) { cur, err = decodeLoc(v); return err }); err != nil {
+				var cur pack.Loc
+				if err := item.Value(func(v []byte) (err error) { cur, err = pack.DecodeLoc(v); return err }); err != nil {
 					return err
 				}
 				if cur == m.from {
-					if err := txn.Set(chunkKey(m.h), encodeLoc(m.to)); errors.Is(err, badger.ErrTxnTooBig) {
+					if err := txn.Set(chunkKey(m.h), m.to.Encode()); errors.Is(err, badger.ErrTxnTooBig) {
 						return nil // commit these, the rest in the next
 					} else if err != nil {
 						return err

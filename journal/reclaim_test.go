@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cowfs/cowfs/journal/pack"
 )
 
 // noAside is a dropAside for tests whose records keep nothing aside.
@@ -83,7 +85,7 @@ func TestDedup(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		addTurn(t, j, map[string][]byte{"a": same, "b": same})
 	}
-	ps, _ := j.packs.list()
+	ps, _ := j.packs.List()
 	var total int64
 	for _, size := range ps {
 		total += size
@@ -100,7 +102,7 @@ func TestDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Leave()
-	if rec.Stored > 2*ChunkSize {
+	if rec.Stored > 2*pack.ChunkSize {
 		t.Fatalf("a shifted copy stored %d new bytes", rec.Stored)
 	}
 	n := checkRecords(t, j, func(r *Record) []byte {
@@ -137,7 +139,7 @@ func TestReclaim(t *testing.T) {
 	}
 	// The shared chunks were written in turn 1's pack, which had to be
 	// repacked when turn 1 left.
-	ps, _ := j.packs.list()
+	ps, _ := j.packs.List()
 	if _, ok := ps[1]; ok {
 		t.Fatalf("pack 1 is still there: %v", ps)
 	}
@@ -187,7 +189,7 @@ func TestReclaimKilled(t *testing.T) {
 			if n := checkRecords(t, j, want); n != 4 {
 				t.Fatalf("%d records after the prune", n)
 			}
-			if ps, _ := j.packs.list(); ps[1] != 0 {
+			if ps, _ := j.packs.List(); ps[1] != 0 {
 				t.Fatalf("the repacked pack is still there: %v", ps)
 			}
 			if size, need := j.Size(), int64(2<<20+2*(3<<20)); size > need*3/2+4<<20 {

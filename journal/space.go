@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/cowfs/cowfs/journal/pack"
 )
 
 // Two limits bound the journal, and both are checked before a record is
@@ -94,7 +96,7 @@ const recordOverhead = 4096
 func need(rec *Record, data int64) int64 {
 	n := int64(recordOverhead) + int64(len(rec.Path)+len(rec.Path2)+len(rec.XattrValue))
 	if rec.Kind == KindData {
-		n += data + (data/MinChunk+1)*(entryHeader+64)
+		n += data + (data/pack.MinChunk+1)*(pack.EntryHeader+64)
 	}
 	return n
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/cowfs/cowfs/journal/wal"
 )
 
 // store is Badger as the journal's own methods use it: each read and
@@ -15,7 +17,7 @@ import (
 // lookups, which also ask the log).
 type store struct {
 	*badger.DB
-	log  *recordLog
+	log  *wal.Log
 	fail func(error)
 }
 
@@ -25,7 +27,7 @@ func (s *store) caughtUp() error {
 	if s.log == nil {
 		return nil
 	}
-	err := s.log.apply()
+	err := s.log.Apply()
 	if err != nil && !errors.Is(err, ErrClosed) {
 		s.fail(fmt.Errorf("%w: %v", ErrUnusable, err))
 	}

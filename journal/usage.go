@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/cowfs/cowfs/journal/pack"
 )
 
 // Usage is the space a journal takes and has.
@@ -26,14 +28,14 @@ type Usage struct {
 // Usage measures the journal's space.
 func (j *Journal) Usage() (Usage, error) {
 	u := Usage{Bytes: j.Size()}
-	err := j.eachLoc(func(_ [32]byte, l loc) error {
-		u.Content += l.size()
+	err := j.eachLoc(func(_ [32]byte, l pack.Loc) error {
+		u.Content += l.Size()
 		return nil
 	})
 	if err != nil {
 		return u, fmt.Errorf("journal: usage: %w", err)
 	}
-	ps, err := j.packs.list()
+	ps, err := j.packs.List()
 	if err != nil {
 		return u, err
 	}

@@ -1,4 +1,4 @@
-package journal
+package pack
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// chunkFilter answers "may the index hold chunk h?" without a Badger
+// Filter answers "may the index hold chunk h?" without a Badger
 // transaction. Deduplication asks it for every chunk a pre-image is cut
 // into, and nearly every answer is no: a new 4 KiB range of a file is
 // new content. Asking Badger is a read transaction, whose begin and
@@ -24,12 +24,12 @@ import (
 //
 // A wrong "no" is harmless too: the chunk is stored again and its
 // index entry names the new copy, as when two changes store the same
-// new chunk at once (storeChunk), and the old copy is unused space
-// that reclaim gives back. So no ordering is needed between the filter
+// new chunk at once (the journal's storeChunk), and the old copy is
+// unused space that a repack gives back. So no ordering is needed between the filter
 // and the record log; a chunk is added to the filter before its entry
 // is logged, so a writer that finds the entry in neither place has at
 // worst raced a writer storing the same bytes.
-type chunkFilter struct {
+type Filter struct {
 	mu     sync.Mutex // serialises growth
 	layers atomic.Pointer[[]*bloomLayer]
 }
@@ -79,16 +79,16 @@ func (b *bloomLayer) mayHold(h [32]byte) bool {
 	return b.probes(h, func(bit uint64) bool { return b.words[bit/64].Load()&(1<<(bit%64)) != 0 })
 }
 
-// newChunkFilter returns an empty filter; it grows with what is added.
-func newChunkFilter() *chunkFilter {
-	f := &chunkFilter{}
+// NewFilter returns an empty filter; it grows with what is added.
+func NewFilter() *Filter {
+	f := &Filter{}
 	layers := []*bloomLayer{newBloomLayer(bloomMinKeys)}
 	f.layers.Store(&layers)
 	return f
 }
 
-// add notes that the index holds (or is about to hold) chunk h.
-func (f *chunkFilter) add(h [32]byte) {
+// Add notes that the index holds (or is about to hold) chunk h.
+func (f *Filter) Add(h [32]byte) {
 	layers := *f.layers.Load()
 	last := layers[len(layers)-1]
 	if last.n.Load() >= last.room {
@@ -98,7 +98,7 @@ func (f *chunkFilter) add(h [32]byte) {
 }
 
 // grow adds a layer twice the size of full, unless another add did.
-func (f *chunkFilter) grow(full *bloomLayer) *bloomLayer {
+func (f *Filter) grow(full *bloomLayer) *bloomLayer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	layers := *f.layers.Load()
@@ -110,9 +110,9 @@ func (f *chunkFilter) grow(full *bloomLayer) *bloomLayer {
 	return grown[len(grown)-1]
 }
 
-// mayHold reports whether the index may hold chunk h; false means it
+// MayHold reports whether the index may hold chunk h; false means it
 // certainly was not added.
-func (f *chunkFilter) mayHold(h [32]byte) bool {
+func (f *Filter) MayHold(h [32]byte) bool {
 	for _, l := range *f.layers.Load() {
 		if l.mayHold(h) {
 			return true

@@ -1,6 +1,9 @@
-package journal
+package pack
 
-import "math/rand/v2"
+import (
+	"crypto/sha256"
+	"math/rand/v2"
+)
 
 // Content is cut into chunks where the content says, not at fixed
 // offsets (content-defined chunking, as restic and FastCDC do): a cut
@@ -13,6 +16,7 @@ import "math/rand/v2"
 // Chunks are at least MinChunk bytes (a shorter range is one chunk),
 // at most ChunkSize, about MinChunk + 2^cutBits on average.
 const (
+	// MinChunk is the fewest bytes a chunk holds, but for the last.
 	MinChunk = 64 << 10
 	// ChunkSize is the most uncompressed bytes one chunk holds.
 	ChunkSize = 1 << 20
@@ -32,11 +36,11 @@ var gear = func() [256]uint64 {
 	return g
 }()
 
-// cut returns the length of the first chunk of b. If b is the end of
+// Cut returns the length of the first chunk of b. If b is the end of
 // the content, the last chunk may be shorter than MinChunk; otherwise b
 // must hold ChunkSize bytes or more for the cut not to depend on how
 // much was read.
-func cut(b []byte) int {
+func Cut(b []byte) int {
 	if len(b) <= MinChunk {
 		return len(b)
 	}
@@ -53,3 +57,7 @@ func cut(b []byte) int {
 	}
 	return len(b)
 }
+
+// Hash is the hash content is addressed by: SHA-256 of the
+// uncompressed bytes.
+func Hash(b []byte) [32]byte { return sha256.Sum256(b) }
