@@ -23,18 +23,20 @@ const goFuse = "internal/_gofuse"
 // directly or not. A package missing here may depend on anything (the
 // daemon, tests, tools).
 var allowed = map[string][]string{
-	"backing":   {},
-	"sparse":    {},
-	"privdir":   {},
-	"journal":   {"sparse"},
-	"ctl":       {"privdir"},
-	"aside":     {"backing"},
-	"agent":     {"journal", "sparse"},
-	"fs":        {"journal", "aside", "backing", "sparse", "agent", "go-fuse"},
-	"rollback":  {"journal", "aside", "backing", "sparse"},
-	"rescan":    {"journal", "aside", "backing", "sparse"},
-	"mcpserver": {"ctl", "privdir", "human"},
-	"hook":      {"ctl", "privdir", "human"},
+	"backing":      {},
+	"sparse":       {},
+	"privdir":      {},
+	"journal/pack": {},
+	"journal/wal":  {},
+	"journal":      {"journal/pack", "journal/wal", "sparse"},
+	"ctl":          {"privdir"},
+	"aside":        {"backing"},
+	"agent":        {"journal", "journal/pack", "journal/wal", "sparse"},
+	"fs":           {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse", "agent", "go-fuse"},
+	"rollback":     {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse"},
+	"rescan":       {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse"},
+	"mcpserver":    {"ctl", "privdir", "human"},
+	"hook":         {"ctl", "privdir", "human"},
 }
 
 // direct lists packages checked on their direct imports only.
