@@ -1,10 +1,11 @@
 package daemon
 
 import (
-	"github.com/cowfs/cowfs/journal"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cowfs/cowfs/journal"
 
 	"golang.org/x/sys/unix"
 )

@@ -2,8 +2,9 @@ package daemon
 
 import (
 	"fmt"
-	"github.com/cowfs/cowfs/journal"
 	"testing"
+
+	"github.com/cowfs/cowfs/journal"
 )
 
 func TestChanges(t *testing.T) {

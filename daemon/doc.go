@@ -25,6 +25,14 @@
 // (offline.go). cowfs run's sandbox is an ordinary Start in a private
 // mount namespace.
 //
+// # Changes
+//
+// The journal keeps records; what a turn, a step or the time outside
+// turns changed is the daemon's to say (changes.go): records folded, in
+// order, into one net change per path — created, modified, deleted,
+// renamed, metadata — as the control API, the CLI and the diff show
+// them.
+//
 // Imports: fs, journal, aside, backing, rollback, ctl, privdir; it
 // re-exports the errors the CLI tells apart, so cmd/cowfs imports only
 // daemon and ctl.
