@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cowfs/cowfs/journal"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/journal"
 )
 
 // Change kinds: the net effect of a run of records on one path.
