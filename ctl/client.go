@@ -37,9 +37,12 @@ func (e *ForeignServerError) Error() string {
 // Is makes errors.Is(err, ErrForeignServer) true.
 func (e *ForeignServerError) Is(target error) bool { return target == ErrForeignServer }
 
-// Client talks to a daemon over its control socket.
+// Client talks to a daemon over its control socket, or, made by
+// NewRemote or DialRemote, over mutual TLS.
 type Client struct {
-	Socket string
+	Socket string // the socket's path; empty for a remote client
+	Remote string // https://HOST:PORT of a remote client
+	base   string // what paths are appended to
 	http   *http.Client
 }
 
@@ -62,7 +65,7 @@ func NewClient(path string) *Client {
 		MaxIdleConns:    2,
 		IdleConnTimeout: 30 * time.Second,
 	}
-	return &Client{Socket: path, http: &http.Client{Transport: tr}}
+	return &Client{Socket: path, base: "http://cowfs", http: &http.Client{Transport: tr}}
 }
 
 // CheckServer checks, on a connection to the control socket at path,
@@ -182,7 +185,7 @@ func (c *Client) Events(ctx context.Context, since uint64, follow bool, fn func(
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("control socket: events: %w", err)
+			return fmt.Errorf("%s: events: %w", c.where(), err)
 		}
 		if err := fn(e); err != nil {
 			return err
@@ -218,6 +221,14 @@ func (c *Client) Purge(ctx context.Context) (Purged, error) {
 	return p, c.do(ctx, "DELETE", "/v1/journal", nil, &p)
 }
 
+// where names what the client talks to, for errors.
+func (c *Client) where() string {
+	if c.Remote != "" {
+		return c.Remote
+	}
+	return "control socket"
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -237,14 +248,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("control socket: bad reply to %s %s: %w", method, path, err)
+		return fmt.Errorf("%s: bad reply to %s %s: %w", c.where(), method, path, err)
 	}
 	return nil
 }
 
 // send makes a request and turns error replies into *Error.
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://cowfs"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +270,13 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 			return nil, foreign
 		}
 		if errors.As(err, &op) && op.Op == "dial" {
+			if c.Remote != "" {
+				return nil, fmt.Errorf("%w (none answers at %s: %w)", ErrNotRunning, c.Remote, op.Err)
+			}
 			return nil, fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Socket)
+		}
+		if c.Remote != "" {
+			return nil, remoteError(c.Remote, err)
 		}
 		return nil, fmt.Errorf("control socket: %w", err)
 	}

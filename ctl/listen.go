@@ -102,10 +102,21 @@ func peerCred(c net.Conn) (*syscall.Ucred, error) {
 	return cred, gerr
 }
 
-// checkPeer lets only the daemon's uid and root in.
+// checkPeer lets only the daemon's uid and root in, or, over TLS, a
+// client whose certificate the handshake verified against ca.pem
+// (ServerTLS requires one; this checks it again where it matters).
 func (s *Server) checkPeer(h http.Handler) http.Handler {
 	self := uint32(os.Getuid())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			if len(r.TLS.VerifiedChains) == 0 {
+				w.Header().Set("Connection", "close")
+				writeError(w, s.log, Errorf(CodeForbidden, "no verified client certificate"), 0)
+				return
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
 		cred, _ := r.Context().Value(peerKey{}).(*syscall.Ucred)
 		if cred == nil || (cred.Uid != 0 && cred.Uid != self) {
 			// Nothing more for this peer: its connection is not kept.
