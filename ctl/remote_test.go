@@ -361,4 +361,3 @@ func TestFollowStopsOnRefusal(t *testing.T) {
 		t.Errorf("Follow: %v, want ErrCertificate", err)
 	}
 }
-
