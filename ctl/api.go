@@ -187,15 +187,18 @@ type OutsideChanges struct {
 
 // Status is the body of GET /v1/status.
 type Status struct {
-	Version    string    `json:"version"`
-	Workspace  string    `json:"workspace"`  // the backing directory
-	Mountpoint string    `json:"mountpoint"` // where the view is mounted
-	Journal    string    `json:"journal"`    // journal directory
-	Socket     string    `json:"socket"`
-	Pid        int       `json:"pid"` // the daemon's
-	StartedAt  time.Time `json:"started_at"`
-	Window     int       `json:"window"` // turns kept
-	Sync       bool      `json:"sync"`   // commits fsynced
+	Version    string `json:"version"`
+	Workspace  string `json:"workspace"`  // the backing directory
+	Mountpoint string `json:"mountpoint"` // where the view is mounted
+	Journal    string `json:"journal"`    // journal directory
+	Socket     string `json:"socket"`
+	// Listen is the https://HOST:PORT the API is also served at over
+	// mutual TLS (--listen), its port resolved; absent without one.
+	Listen    string    `json:"listen,omitempty"`
+	Pid       int       `json:"pid"` // the daemon's
+	StartedAt time.Time `json:"started_at"`
+	Window    int       `json:"window"` // turns kept
+	Sync      bool      `json:"sync"`   // commits fsynced
 
 	OpenTurn   *Turn  `json:"open_turn,omitempty"`
 	Turns      int    `json:"turns"`                 // in the window

@@ -55,6 +55,9 @@ type Options struct {
 	// NoFanotify makes every rescan stat every tracked path, rather than
 	// what fanotify saw change since the last (package rescan).
 	NoFanotify bool
+	// Listen, https://HOST:PORT, also serves the control API there
+	// over mutual TLS with the certificates in TLSDir (remote.go).
+	Listen, TLSDir string
 }
 
 // Daemon serves one mounted workspace.
@@ -73,6 +76,7 @@ type Daemon struct {
 	scanner *rescan.Scanner
 	mount   *fs.Mount
 	srv     *ctl.Server
+	remote  *remote // the TLS listener, if Options.Listen
 	// agents follows the processes agent scopes name; defaultAgent is
 	// the scope of turns that name none (agent.go).
 	agents       *agent.Tracker
@@ -121,6 +125,11 @@ func Start(opts Options) (_ *Daemon, err error) {
 
 	if d.afterStep, err = pauseHook(); err != nil {
 		return nil, err
+	}
+	if opts.Listen != "" {
+		if d.remote, err = openRemote(opts); err != nil {
+			return nil, err
+		}
 	}
 	ws, err := canonical(opts.Workspace)
 	if err != nil {
@@ -206,6 +215,7 @@ func Start(opts Options) (_ *Daemon, err error) {
 			log.Error("control socket stopped", "err", err)
 		}
 	}()
+	d.serveRemote()
 	log.Info("mounted", "workspace", ws, "mountpoint", mnt, "journal", jdir, "socket", d.loc.Socket())
 	return d, nil
 }
@@ -364,6 +374,7 @@ func (d *Daemon) release() {
 	if d.srv != nil {
 		d.srv.Close()
 	}
+	d.closeRemote()
 	d.closeWorkspace()
 	if d.agents != nil {
 		d.agents.Close()

@@ -17,6 +17,15 @@
 // symlink on the way, someone else's directory, one writable by others
 // — is refused before anything is opened or mounted (ErrUnsafeDir).
 //
+// # Remote clients
+//
+// With Options.Listen the daemon also serves the control API on TCP,
+// over mutual TLS with the certificates of Options.TLSDir (remote.go,
+// ctl.ServeRemote): read and bound first thing in Start, so a bad
+// certificate or a port in use fails the start with nothing mounted
+// (ErrListen); read again by ReloadTLS, which the CLI calls on SIGHUP.
+// The status says where it listens.
+//
 // # Without a mount
 //
 // OpenOffline does what Start does but mount, for a workspace no daemon

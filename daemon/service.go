@@ -28,7 +28,7 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	d := s.d
 	st := ctl.Status{
 		Version: d.opts.Version, Workspace: d.opts.Workspace, Mountpoint: d.opts.Mountpoint,
-		Journal: d.opts.JournalDir, Socket: d.Socket(), Pid: os.Getpid(),
+		Journal: d.opts.JournalDir, Socket: d.Socket(), Listen: d.ListenURL(), Pid: os.Getpid(),
 		StartedAt: d.started, Window: d.j.Window(), Sync: d.opts.Sync,
 		Resources: resources(),
 	}
