@@ -39,7 +39,7 @@ var offlineCommands = map[string]bool{
 var offline *daemon.Daemon
 
 // client returns a control-socket client for the workspace: its
-// daemon's, or, for an offline command when none answers, that of the
+// daemon's (a remote one with --remote), or, for an offline command when none answers, that of the
 // workspace opened in-process.
 func client() (*ctl.Client, daemon.Location, error) {
 	return clientFor(offlineCommands[global.command])
@@ -48,6 +48,11 @@ func client() (*ctl.Client, daemon.Location, error) {
 // clientFor is client for a command that works without a daemon if
 // offlineOK.
 func clientFor(offlineOK bool) (*ctl.Client, daemon.Location, error) {
+	if remote() {
+		// No location here: the workspace is on the daemon's machine.
+		c, err := remoteClient()
+		return c, daemon.Location{}, err
+	}
 	loc, err := located()
 	if err != nil {
 		return nil, loc, err

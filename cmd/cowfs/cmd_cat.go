@@ -97,6 +97,8 @@ func workspaceRelative(loc daemon.Location, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return path, nil
 	}
+	// (A remote client has no location: the daemon's status names
+	// the workspace, as it is on the daemon's machine.)
 	roots := []string{loc.Workspace}
 	ctx, cancel := requestContext()
 	defer cancel()
@@ -107,6 +109,9 @@ func workspaceRelative(loc daemon.Location, path string) (string, error) {
 	}
 	clean := filepath.Clean(path)
 	for _, root := range roots {
+		if root == "" {
+			continue
+		}
 		if clean == root {
 			return ".", nil
 		}

@@ -39,9 +39,12 @@ commands do.`,
 }
 
 func runMCP() error {
-	loc, err := located()
-	if err != nil {
-		return err
+	var loc daemon.Location
+	if !remote() {
+		var err error
+		if loc, err = located(); err != nil {
+			return err
+		}
 	}
 	srv, err := mcpserver.New(mcpserver.Options{Dial: mcpDial(), Workspace: loc.Workspace, Version: version})
 	if err != nil {
@@ -63,6 +66,10 @@ func runMCP() error {
 func mcpDial() mcpserver.Dial {
 	var offlineMu sync.Mutex
 	return func(ctx context.Context) (*ctl.Client, func(), error) {
+		if remote() {
+			c, err := remoteClient()
+			return c, func() {}, err
+		}
 		loc, err := located()
 		if err != nil {
 			return nil, nil, err

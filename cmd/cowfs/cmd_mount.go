@@ -36,6 +36,7 @@ type mountOptions struct {
 	maxNodes    int
 	passthrough bool
 	agent       agentFlags
+	remote      listenFlags
 	json        bool
 }
 
@@ -64,7 +65,9 @@ A stale mount left by a daemon that was killed is cleared, with a warning.
 
 ` + agentHelp + ` Here they are the default of every turn that names
 no agent of its own ('cowfs turn begin --agent-*'). Each --agent-pid must be
-running (else exit 2).`,
+running (else exit 2).
+
+` + listenHelp,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := mountedWorkspace(args)
@@ -115,6 +118,7 @@ func addDaemonFlags(cmd *cobra.Command, opts *mountOptions) {
 	f.DurationVar(&opts.cache, "cache-timeout", daemon.DefaultCacheTimeout, "let the kernel answer from its caches for `D`; a change made to the backing directory behind the mount's back may stay unseen that long (0: no caching)")
 	f.BoolVar(&opts.passthrough, "passthrough", false, "let the kernel read and write files a turn or step created itself (FUSE passthrough: new files at native speed, but every open then reaches the daemon; default: every read and write goes through the daemon)")
 	opts.agent.add(f, "turns'")
+	opts.remote.add(f)
 }
 
 // daemonOptions checks the flags and returns the daemon's options.
@@ -125,12 +129,13 @@ func daemonOptions(opts mountOptions, ws string) (daemon.Options, error) {
 	if opts.window < 1 {
 		return daemon.Options{}, usageError{fmt.Errorf("--window must be at least 1, not %d", opts.window)}
 	}
-	return daemon.Options{
+	dopts := daemon.Options{
 		Workspace: ws, Mountpoint: opts.mountpoint, JournalDir: opts.journal,
 		Window: opts.window, MaxJournalSize: int64(opts.maxSize), Sync: opts.sync, Debug: opts.debug, Version: version,
 		CacheTimeout: cacheTimeout(opts.cache), MaxNodes: opts.maxNodes, Agent: opts.agent.spec(),
 		NoFanotify: opts.noFanotify, NoPassthrough: !opts.passthrough,
-	}, nil
+	}
+	return dopts, opts.remote.options(&dopts)
 }
 
 func runMount(opts mountOptions, ws string) error {
@@ -179,6 +184,7 @@ func runMount(opts mountOptions, ws string) error {
 			return err
 		}
 	}
+	reloadOnHangup(d) // listen.go
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {

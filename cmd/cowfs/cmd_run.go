@@ -106,6 +106,9 @@ With --json, once COMMAND has exited and the workspace is unmounted, cowfs run
 prints {"exit_code": N, "turn": {...}} (the turn with --turn, as 'cowfs turn
 end --json' prints it) on standard output, after all COMMAND wrote there.
 
+` + listenHelp + ` (For cowfs run that pid is the sandbox's: SIGHUP to cowfs run
+itself goes to COMMAND.)
+
 Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -57,6 +57,9 @@ func runStatus(opts statusOptions) error {
 		fmt.Printf("JOURNAL UNUSABLE: %s; changes through the mount fail until cowfs is restarted on a usable journal\n", st.JournalError)
 	}
 	fmt.Printf("socket:      %s\n", st.Socket)
+	if st.Listen != "" {
+		fmt.Printf("listen:      %s (mutual TLS)\n", st.Listen)
+	}
 	if st.Turns == 0 {
 		fmt.Printf("turns:       none yet (window %d)\n", st.Window)
 	} else {

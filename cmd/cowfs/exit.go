@@ -45,7 +45,7 @@ const exitCodeHelp = `Exit codes:
      the journal or state inside the workspace or the mountpoint, a
      .cowfs cowfs did not make, a state or socket directory another
      user could change (a symlink on the way, someone else's, or
-     writable by others)
+     writable by others); the --listen address or --tls-dir refused
   9  partial rollback: a step failed (no space, an I/O error); no marker
      was left and no turn reverted; run the same rollback again once the
      cause is gone, or 'cowfs unrevert' to undo what it did
@@ -88,7 +88,7 @@ func exitCode(err error) int {
 	case errors.Is(err, daemon.ErrNoFUSE), errors.Is(err, daemon.ErrNotPermitted),
 		errors.Is(err, daemon.ErrNoWorkspace), errors.Is(err, daemon.ErrAlreadyMounted),
 		errors.Is(err, daemon.ErrPlacement), errors.Is(err, daemon.ErrJournalLocked),
-		errors.Is(err, daemon.ErrUnsafeDir):
+		errors.Is(err, daemon.ErrUnsafeDir), errors.Is(err, daemon.ErrListen):
 		return exitCannotMount
 	}
 	return exitError

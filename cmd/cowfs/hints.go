@@ -15,7 +15,7 @@ import (
 // that mounts it — the workspace cowfs ran on at or above the one
 // named, if any — and, run without -w, how to name another.
 func hinted(err error) error {
-	if !errors.Is(err, ctl.ErrNotRunning) || global.command == "umount" {
+	if !errors.Is(err, ctl.ErrNotRunning) || global.command == "umount" || remote() {
 		return err
 	}
 	path, here := global.workspace, global.workspace == ""

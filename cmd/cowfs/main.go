@@ -19,6 +19,9 @@ var version = "dev"
 type globalOptions struct {
 	workspace string
 	command   string // the command running, by name
+	// remote and tlsDir name a daemon elsewhere and this client's
+	// certificates (remote.go).
+	remote, tlsDir string
 }
 
 var global globalOptions
@@ -38,6 +41,8 @@ or the nearest parent with a mounted workspace). An empty path, as WORKSPACE
 or to any flag that takes one, is refused (exit 2), never taken for the
 current directory.
 
+` + remoteHelp + `
+
 TURN is a turn number in decimal digits (7; 07 is the same turn) or the
 harness's id for the turn, and no id reads as a number. A TURN that reads as
 a number in any other way (-1, +5, 0x10, 1e3, 1.5, or one too large for 64
@@ -49,10 +54,14 @@ bits) names no turn and is refused (exit 2).
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			global.command = cmd.Name()
-			return checkPathFlags(cmd)
+			if err := checkPathFlags(cmd); err != nil {
+				return err
+			}
+			return checkRemote(cmd)
 		},
 	}
 	root.PersistentFlags().StringVarP(&global.workspace, "workspace", "w", "", "the workspace (default: the current directory)")
+	addRemoteFlags(root)
 	root.AddCommand(
 		newMountCommand(),
 		newUmountCommand(),

@@ -12,7 +12,7 @@ import (
 // state directory, none — and an empty value would quietly mean that
 // default: `cowfs purge -w "$WS"` with WS unset would purge the
 // current directory's workspace. An empty value is refused instead.
-var pathFlags = []string{"workspace", "mountpoint", "journal", "export", "cpuprofile"}
+var pathFlags = []string{"workspace", "mountpoint", "journal", "export", "cpuprofile", "tls-dir"}
 
 // errEmptyPath: a path argument or flag given as the empty string.
 var errEmptyPath = errors.New("is empty: an empty path names nothing (. is the current directory)")

@@ -53,6 +53,7 @@ func runSandbox(opts runOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
+	sandboxHangup.Store(d)
 	for _, n := range d.Notes {
 		fmt.Fprintf(os.Stderr, "cowfs: %s\n", n)
 	}
@@ -79,8 +80,9 @@ func runSandbox(opts runOptions, argv []string) error {
 // relayedSignals returns the signals cowfs run relays for the command
 // (cmd_run.go), kept until it runs: one that would end it means it
 // never starts. Those this process receives itself are caught, so they
-// do not end it, and dropped: cowfs run received them too. If cowfs run
-// dies, the command gets SIGHUP, as when a terminal goes.
+// do not end it, and dropped: cowfs run received them too — but for
+// SIGHUP, which also reloads the daemon's TLS certificates. If cowfs
+// run dies, the command gets SIGHUP, as when a terminal goes.
 func relayedSignals() (chan os.Signal, error) {
 	v := os.Getenv(sandboxEnv)
 	os.Unsetenv(sandboxEnv)
@@ -93,7 +95,10 @@ func relayedSignals() (chan os.Signal, error) {
 	direct := make(chan os.Signal, 16)
 	signal.Notify(direct, forwarded...)
 	go func() {
-		for range direct {
+		for s := range direct {
+			if s == syscall.SIGHUP {
+				hangupSandbox() // sent to the daemon itself (listen.go)
+			}
 		}
 	}()
 	sig := make(chan os.Signal, 16)
