@@ -77,15 +77,18 @@ func NewRemote(rawURL string, cfg *tls.Config) (*Client, error) {
 func remoteError(remote string, err error) error {
 	var verr *tls.CertificateVerificationError
 	var uerr x509.UnknownAuthorityError
+	var herr x509.HostnameError
 	var op *net.OpError
 	switch {
-	case errors.As(err, &verr), errors.As(err, &uerr):
-		return fmt.Errorf("%s: %w: the daemon's certificate is not one this client's ca.pem vouches for: %w", remote, ErrCertificate, err)
+	case errors.As(err, &verr), errors.As(err, &uerr), errors.As(err, &herr):
+		return fmt.Errorf("%s: %w by this client: the daemon's certificate is not signed by the client's ca.pem, or does not name the host, or is not valid now (%w)", remote, ErrCertificate, err)
 	case errors.As(err, &op) && op.Op == "remote error":
 		// A TLS alert from the daemon: in TLS 1.3 it judges the
 		// client's certificate after the client thinks the handshake
-		// done, so the refusal arrives with the first read.
-		return fmt.Errorf("%s: %w: the daemon refused this client's certificate (is it signed by the daemon's ca.pem, and still valid?): %w", remote, ErrCertificate, err)
+		// done, so the refusal arrives with the first read. (A client
+		// sends no certificate at all if its issuer is not one the
+		// daemon names as accepted: "certificate required".)
+		return fmt.Errorf("%s: %w by the daemon: is this client's cert.pem signed by the daemon's ca.pem, and valid now? (%w)", remote, ErrCertificate, err)
 	}
 	return fmt.Errorf("%s: %w", remote, err)
 }
