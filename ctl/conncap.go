@@ -17,6 +17,8 @@ import (
 // once. Event streams count for as long as they follow. A connection
 // that sends nothing is closed after the server's header timeout, an
 // idle one after its idle timeout, so a slot comes back by itself.
+// A remote listener (ServeRemote) has slots of its own, so peers on the
+// network cannot take those of the socket's clients.
 const MaxConns = 128
 
 // connCap is MaxConns, or an eighth of the descriptor limit if that is

@@ -55,7 +55,8 @@ type Service interface {
 // maxBody caps request bodies.
 const maxBody = 64 << 10
 
-// Server serves a Service on a Unix socket.
+// Server serves a Service on a Unix socket (Serve) and, beside it, over
+// mutual TLS (ServeRemote): one handler for both.
 type Server struct {
 	svc  Service
 	log  *slog.Logger
