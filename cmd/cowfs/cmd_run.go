@@ -118,6 +118,11 @@ Needs root (CAP_SYS_ADMIN) and /dev/fuse.`,
 			if err := checkTurnID(opts.id); err != nil {
 				return err
 			}
+			// Before the sandbox starts, so a bad --listen is a usage
+			// error and nothing runs.
+			if err := opts.remote.options(&daemon.Options{}); err != nil {
+				return err
+			}
 			if os.Getenv(sandboxEnv) != "" {
 				return runSandbox(opts, args)
 			}
