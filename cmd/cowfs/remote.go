@@ -20,7 +20,7 @@ const remoteHelp = `With --remote https://HOST:PORT (or COWFS_REMOTE) commands t
 listening there ('cowfs mount --listen') over mutual TLS instead of to the
 workspace's control socket: --tls-dir DIR (or COWFS_TLS_DIR) holds ca.pem, the
 CA the daemon's certificate must be signed by, and cert.pem and key.pem, this
-client's. status, log, show, diff, cat, turn, rollback, undo, redo, unrevert,
+client's. status, log, show, diff, cat, turn, rollback, undo, unrevert (redo),
 markers, events and mcp work remotely; mount, umount, run, fsck, purge,
 integrate and hook need the workspace on this machine and refuse --remote.`
 
