@@ -56,13 +56,14 @@
 // itself (passthrough.go). Only its creation, truncations, fallocate,
 // fsync and attribute changes are requests. Opens are then answered
 // (io.go): the kernel refuses an open of an inode held in passthrough
-// mode that is not in that mode too, so the mode is the inode's, not
-// the open's — passthrough if the turn's agent created it in this
+// mode that is not in that mode too — an unseen open as well
+// (TestPassthroughNeedsEveryOpen) — so the mode is the inode's, not
+// the open's: passthrough if the turn's agent created it in this
 // epoch, or while the kernel still holds a passthrough open of it.
 // Without --passthrough, the default, the daemon stays on every read
-// and write, opens unseen: answering every open costs an OPEN, a
-// RELEASE and a GETATTR per open, which read-heavy work (grep, git)
-// pays more than new files gain, until that cost is gone.
+// and write, opens unseen: answering every open costs a round trip the
+// opener waits for (OPEN) and one it does not (RELEASE), which
+// read-heavy work (grep, git) pays more than new files gain.
 //
 // The kernel binds an open file to its backing file for the file's
 // life: the open cannot be handed back to the daemon when the epoch
