@@ -22,7 +22,8 @@ workspace's control socket: --tls-dir DIR (or COWFS_TLS_DIR) holds ca.pem, the
 CA the daemon's certificate must be signed by, and cert.pem and key.pem, this
 client's. status, log, show, diff, cat, turn, rollback, undo, unrevert (redo),
 markers, events and mcp work remotely; mount, umount, run, fsck, purge,
-integrate and hook need the workspace on this machine and refuse --remote.`
+integrate and hook need the workspace on this machine and refuse --remote
+(hook, wired to its workspace, ignores COWFS_REMOTE).`
 
 // localCommands need the workspace on this machine: they mount it,
 // read its journal or state directory, or write files beside it.
@@ -55,6 +56,14 @@ func checkRemote(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--tls-dir is this client's certificates for --remote https://HOST:PORT; give both (mount and run take their own --tls-dir)")}
 	}
 	if global.remote == "" {
+		return nil
+	}
+	if !flagged && topCommand(cmd) == "hook" {
+		// A hook is wired to its workspace by 'cowfs integrate' and
+		// runs in the agent CLI's environment, which may carry
+		// COWFS_REMOTE for the harness: it follows the workspace, and
+		// keeps its promise of exit status 0.
+		global.remote, global.tlsDir = "", ""
 		return nil
 	}
 	how := "--remote"

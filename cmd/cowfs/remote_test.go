@@ -57,3 +57,16 @@ func TestRemoteFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestHookIgnoresRemoteEnvironment: an agent CLI's hook, wired to its
+// workspace by 'cowfs integrate', runs in an environment that may carry
+// COWFS_REMOTE for the harness; it follows its workspace and exits 0,
+// where an explicit --remote is refused (TestRemoteFlags).
+func TestHookIgnoresRemoteEnvironment(t *testing.T) {
+	t.Setenv(remoteEnv, "https://127.0.0.1:1")
+	t.Setenv(tlsDirEnv, t.TempDir())
+	code, err := runRemote(t, "-w", t.TempDir(), "hook", "claude-code", "Stop")
+	if code != 0 || err != nil {
+		t.Fatalf("exit %d, %v; want 0", code, err)
+	}
+}
