@@ -8,10 +8,11 @@ import type { ErrorBody, ErrorCode } from "./types.js";
 
 /**
  * Codes of errors that do not come from the API: no daemon answers, the
- * connection broke, or the socket is one another user could have put there
- * (ForeignSocketError, in trust.ts).
+ * connection broke, the socket is one another user could have put there
+ * (ForeignSocketError, in trust.ts), or a remote daemon's TLS handshake
+ * failed (TLSError).
  */
-export type ClientErrorCode = "no_daemon" | "connection" | "foreign_socket";
+export type ClientErrorCode = "no_daemon" | "connection" | "foreign_socket" | "tls";
 
 /** The base of every error this package throws about the daemon. */
 export class CowfsError extends Error {
@@ -64,14 +65,35 @@ export class OutOfWindowError extends CowfsError {
   }
 }
 
-/** No daemon answers on the socket: nothing is mounted there, or the daemon died. */
+/**
+ * No daemon answers on the socket (nothing is mounted there, or the daemon
+ * died), or none accepts connections at a remote's address.
+ */
 export class NoDaemonError extends CowfsError {
-  /** The socket that was tried. */
+  /** The socket that was tried, or the remote's URL. */
   readonly socket: string;
 
   constructor(socket: string, cause?: unknown) {
-    super("no_daemon", `no cowfs daemon is running for this workspace (socket ${socket})`, 0, { cause });
+    const where = socket.startsWith("https://") ? `answers at ${socket}` : `is running for this workspace (socket ${socket})`;
+    super("no_daemon", `no cowfs daemon ${where}`, 0, { cause });
     this.socket = socket;
+  }
+}
+
+/**
+ * A remote daemon's TLS handshake failed: its certificate did not verify
+ * against ca.pem (or does not name the URL's host), it refused this
+ * client's certificate (another CA's, expired, none), or the client's own
+ * TLS material could not be read. Nothing was sent; trying again would
+ * only fail again, so an event stream stops with it.
+ */
+export class TLSError extends CowfsError {
+  /** The remote's URL. */
+  readonly remote: string;
+
+  constructor(remote: string, message: string, cause?: unknown) {
+    super("tls", `${remote}: ${message}`, 0, { cause });
+    this.remote = remote;
   }
 }
 

@@ -5,13 +5,17 @@
 // daemon is not there yet) it connects again, with backoff, asking for
 // events after that seq: nothing still in the window is lost, and since
 // seq only grows (the journal keeps it across restarts), an event at or
-// below the last yielded seq is a repeat and is dropped.
+// below the last yielded seq is a repeat and is dropped. The same holds
+// over a remote's TLS connection, which breaks and is reopened as a
+// socket's is; a TLSError (the daemon refused this client's certificate,
+// or its own did not verify) ends the iteration instead, since trying
+// again would only be refused again.
 
 import type * as http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { ConnectionError, NoDaemonError } from "./errors.js";
-import { open } from "./transport.js";
+import { open, type Endpoint } from "./transport.js";
 import type { Event } from "./types.js";
 
 export interface EventsOptions {
@@ -39,18 +43,18 @@ export interface EventStream extends AsyncIterable<Event> {
   readonly lastSeq: number;
 }
 
-/** The event stream of the daemon at socket; see EventsOptions. */
-export function eventStream(socket: string, opts: EventsOptions = {}): EventStream {
+/** The event stream of the daemon at a socket or a remote; see EventsOptions. */
+export function eventStream(to: Endpoint, opts: EventsOptions = {}): EventStream {
   const state = { lastSeq: opts.since ?? 0 };
   return {
     get lastSeq() {
       return state.lastSeq;
     },
-    [Symbol.asyncIterator]: () => iterate(socket, opts, state),
+    [Symbol.asyncIterator]: () => iterate(to, opts, state),
   };
 }
 
-async function* iterate(socket: string, opts: EventsOptions, state: { lastSeq: number }): AsyncGenerator<Event> {
+async function* iterate(to: Endpoint, opts: EventsOptions, state: { lastSeq: number }): AsyncGenerator<Event> {
   const follow = opts.follow ?? true;
   const minDelay = opts.retryDelay ?? 50;
   const maxDelay = opts.maxRetryDelay ?? 2000;
@@ -61,7 +65,7 @@ async function* iterate(socket: string, opts: EventsOptions, state: { lastSeq: n
     let res: http.IncomingMessage | undefined;
     try {
       const q = `since=${state.lastSeq}${follow ? "&follow=1" : ""}`;
-      res = await open(socket, "GET", `/v1/events?${q}`, { signal });
+      res = await open(to, "GET", `/v1/events?${q}`, { signal });
       delay = minDelay;
       for await (const line of lines(res)) {
         const e = JSON.parse(line) as Event;
@@ -129,5 +133,12 @@ async function* lines(res: http.IncomingMessage): AsyncGenerator<string> {
 /** Errors a body stream raises when the connection breaks under it. */
 function isStreamError(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE" || (err as Error)?.message === "aborted";
+  // A TLS record broken off mid-stream (ERR_SSL_...) is a broken connection too: the handshake was done.
+  return (
+    code === "ECONNRESET" ||
+    code === "EPIPE" ||
+    code === "ERR_STREAM_PREMATURE_CLOSE" ||
+    code?.startsWith("ERR_SSL_") === true ||
+    (err as Error)?.message === "aborted"
+  );
 }

@@ -9,6 +9,7 @@
 import { CowfsClient } from "./client.js";
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.js";
 import { ChangeFeed, type FileChangedEvent, type RewindCause } from "./feed.js";
+import type { TLSMaterial } from "./remote.js";
 import type { AgentScope, DiffFile, Marker, PathAction, RollbackCounts, RollbackResult, Turn, TurnRef } from "./types.js";
 
 export type { FileChange, FileChangedEvent, RewindCause } from "./feed.js";
@@ -78,7 +79,13 @@ export interface HistoryOptions {
   workspace?: string;
   /** The control socket, instead of finding it from workspace. */
   socket?: string;
-  /** A client to use instead of either. */
+  /** A remote daemon's TLS listener, https://HOST:PORT, instead of a socket (see ClientOptions). */
+  remote?: string;
+  /** With remote: the directory holding ca.pem, cert.pem and key.pem (default: $COWFS_TLS_DIR). */
+  tlsDir?: string;
+  /** With remote: the PEM material itself. */
+  tls?: TLSMaterial;
+  /** A client to use instead of any of these. */
   client?: CowfsClient;
   /** Start reporting events after this seq (default: from now on). */
   since?: number;
@@ -119,7 +126,11 @@ export class History {
 
   /** Opens the history of a mounted workspace and starts following its events. */
   static async open(opts: HistoryOptions = {}): Promise<History> {
-    const client = opts.client ?? (opts.socket !== undefined ? new CowfsClient(opts.socket) : await CowfsClient.forWorkspace(opts.workspace));
+    const client =
+      opts.client ??
+      (opts.socket !== undefined || opts.remote !== undefined
+        ? new CowfsClient({ socket: opts.socket, remote: opts.remote, tlsDir: opts.tlsDir, tls: opts.tls })
+        : await CowfsClient.forWorkspace(opts.workspace));
     const [status, list, since] = await Promise.all([client.status(), client.turns(), opts.since ?? latestSeq(client)]);
     const feed = new ChangeFeed(client, since, status.pid, opts.eventWait ?? 10_000);
     for (const t of list.turns) feed.turnBegan(t.num, t.anchor);

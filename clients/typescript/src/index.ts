@@ -1,7 +1,8 @@
-// @cowfs/client: a client for the cowfs control socket (docs/api.md) and
-// a turn history for agent harnesses. Node's standard library only.
+// @cowfs/client: a client for the cowfs control socket (docs/api.md), or
+// for a daemon's mutual-TLS listener on another machine, and a turn
+// history for agent harnesses. Node's standard library only.
 
-export { CowfsClient, type CallOptions } from "./client.js";
+export { CowfsClient, type CallOptions, type ClientOptions } from "./client.js";
 export {
   BadRequestError,
   BusyError,
@@ -13,6 +14,7 @@ export {
   NoDaemonError,
   NotFoundError,
   OutOfWindowError,
+  TLSError,
   type ClientErrorCode,
 } from "./errors.js";
 export { eventStream, type EventsOptions, type EventStream } from "./events.js";
@@ -29,6 +31,8 @@ export {
   type RewindResult,
 } from "./history.js";
 export { checkSocket, ForeignSocketError } from "./trust.js";
-export { findWorkspace, locate, socketFor, stateRoot, type Location } from "./locate.js";
+export { endpointFor, findWorkspace, locate, remoteFromEnv, socketFor, stateRoot, type Location } from "./locate.js";
+export { parseRemote, readTLSDir, type Remote, type TLSMaterial } from "./remote.js";
+export type { Endpoint } from "./transport.js";
 export { pathBytes, pathQuery, pathString } from "./paths.js";
 export type * from "./types.js";

@@ -10,6 +10,11 @@
 // the host), the socket is NAME-HASH.sock there instead of ctl.sock in
 // the state directory.
 //
+// With $COWFS_REMOTE set (https://HOST:PORT, a daemon's TLS listener on
+// another machine), as for the CLI, that daemon is the one to talk to,
+// whatever the path, with the client certificate in $COWFS_TLS_DIR
+// (endpointFor).
+//
 // test/locate.test.ts checks the result against the real daemon's own
 // idea of its socket.
 
@@ -17,6 +22,9 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
+
+import { parseRemote } from "./remote.js";
+import type { Endpoint } from "./transport.js";
 
 /** Where one workspace's state lives. */
 export interface Location {
@@ -94,6 +102,27 @@ export async function findWorkspace(p: string, env: NodeJS.ProcessEnv = process.
 /** The socket of the daemon serving the workspace that contains p. */
 export async function socketFor(p: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   return (await findWorkspace(p, env)).socket;
+}
+
+/**
+ * The daemon to talk to about the workspace that contains p: the remote
+ * in $COWFS_REMOTE, with the TLS directory in $COWFS_TLS_DIR, if it is
+ * set (p is then not looked at), or else the socket of socketFor(p).
+ */
+export async function endpointFor(p: string, env: NodeJS.ProcessEnv = process.env): Promise<Endpoint> {
+  const remote = remoteFromEnv(env);
+  return remote ?? (await socketFor(p, env));
+}
+
+/** The remote that $COWFS_REMOTE and $COWFS_TLS_DIR name, if the first is set. */
+export function remoteFromEnv(env: NodeJS.ProcessEnv = process.env): Endpoint | undefined {
+  if (!env.COWFS_REMOTE) {
+    return undefined;
+  }
+  if (!env.COWFS_TLS_DIR) {
+    throw new TypeError(`COWFS_REMOTE is ${env.COWFS_REMOTE} but COWFS_TLS_DIR is not set: a remote daemon takes only clients with a certificate`);
+  }
+  return parseRemote(env.COWFS_REMOTE, { tlsDir: env.COWFS_TLS_DIR });
 }
 
 /**

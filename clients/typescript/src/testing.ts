@@ -19,6 +19,8 @@ import { promisify } from "node:util";
 import { CowfsClient } from "./client.js";
 import type { Status } from "./types.js";
 
+export { testCertificates, type TestCertificates } from "./testcerts.js";
+
 const run = promisify(execFile);
 
 /** Why FUSE tests cannot run here (root and /dev/fuse are needed), or false if they can. */
@@ -72,6 +74,8 @@ export interface TestWorkspaceOptions {
   name?: string;
   /** Files to create in the workspace before it is mounted: relative path → content. */
   seed?: Record<string, string>;
+  /** Flags for `cowfs mount` (`--listen URL --tls-dir DIR`, say). */
+  flags?: string[];
 }
 
 /** A temporary workspace with its own state directory, mounted by a real daemon. */
@@ -106,7 +110,7 @@ export class TestWorkspace {
       await fs.writeFile(w.path(rel), content);
     }
     try {
-      await w.mount();
+      await w.mount(...(opts.flags ?? []));
     } catch (err) {
       await w.cleanup();
       throw err;
