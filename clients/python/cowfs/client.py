@@ -2,8 +2,9 @@
 
 Replies are the dataclasses of types.py; error replies raise the typed
 errors of errors.py. Every call opens its own connection to the socket
-(checked with SO_PEERCRED before anything is sent) and closes it, so a
-Client may be shared between threads.
+(checked with SO_PEERCRED before anything is sent), or to a remote
+daemon's TLS listener (remote.py), and closes it, so a Client may be
+shared between threads.
 """
 
 import os
@@ -12,9 +13,10 @@ from urllib.parse import quote, urlencode
 
 from .errors import NotFoundError
 from .events import EventStream, ReconnectHook
-from .locate import socket_for
+from .locate import endpoint_for
 from .paths import path_query
-from .transport import open_request, request_json
+from .remote import Remote, parse_remote
+from .transport import Endpoint, open_request, request_json
 from .types import (
     AgentScope,
     Diff,
@@ -33,31 +35,52 @@ from .types import (
 
 
 class Client:
-    """A client for one daemon's control socket.
+    """A client for one daemon, through its control socket or its TLS listener.
 
     ``Client(workspace=path)`` finds the daemon serving the workspace that
     contains path, as the CLI does (the workspace itself or the nearest
-    parent with a daemon); ``Client(socket=path)`` uses that socket;
-    ``Client()`` starts from the current directory. ``timeout`` (seconds,
-    default none) bounds each request's connect and reads, not an event
-    stream's wait for the next event.
+    parent with a daemon), or, with ``$COWFS_REMOTE`` set, takes that
+    remote daemon with the client certificate in ``$COWFS_TLS_DIR``;
+    ``Client(socket=path)`` uses that socket; ``Client()`` starts from the
+    current directory. ``Client(remote="https://HOST:PORT", tls_dir=DIR)``
+    talks to a daemon's TLS listener (``cowfs mount --listen``) over
+    mutual TLS 1.3: DIR holds ca.pem, which must have signed the daemon's
+    certificate (and that must name HOST), and the client's cert.pem and
+    key.pem (``tls_dir`` defaults to ``$COWFS_TLS_DIR``; a remote without
+    one is a ValueError). ``timeout`` (seconds, default none) bounds each
+    request's connect and reads, not an event stream's wait for the next
+    event.
     """
 
     def __init__(self, workspace: Optional[str] = None, socket: Optional[str] = None,
-                 timeout: Optional[float] = None):
-        if workspace is not None and socket is not None:
-            raise ValueError("give workspace or socket, not both")
-        if socket is None:
-            socket = socket_for(os.getcwd() if workspace is None else workspace)
-        #: The control socket's path.
-        self.socket = socket
+                 timeout: Optional[float] = None, remote: Optional[str] = None,
+                 tls_dir: Optional[str] = None):
+        if sum(x is not None for x in (workspace, socket, remote)) > 1:
+            raise ValueError("give one of workspace, socket and remote")
+        if tls_dir is not None and remote is None:
+            raise ValueError("tls_dir is for a remote")
+        endpoint: Endpoint
+        if remote is not None:
+            endpoint = parse_remote(remote, tls_dir or os.environ.get("COWFS_TLS_DIR", ""))
+        elif socket is not None:
+            endpoint = socket
+        else:
+            endpoint = endpoint_for(os.getcwd() if workspace is None else workspace)
+        #: Where requests go: the socket's path, or the remote and its TLS directory.
+        self.endpoint = endpoint
+        #: The control socket's path ("" for a remote client).
+        self.socket = endpoint if isinstance(endpoint, str) else ""
+        #: The remote's URL (None for a socket client).
+        self.remote = endpoint.url if isinstance(endpoint, Remote) else None
         self.timeout = timeout
 
     def __repr__(self) -> str:
+        if self.remote is not None:
+            return f"cowfs.Client(remote={self.remote!r})"
         return f"cowfs.Client(socket={self.socket!r})"
 
     def _json(self, method: str, target: str, body: Any = None) -> Any:
-        return request_json(self.socket, method, target, body, self.timeout)
+        return request_json(self.endpoint, method, target, body, self.timeout)
 
     def status(self) -> Status:
         """``GET /v1/status``."""
@@ -124,7 +147,7 @@ class Client:
         still in the window is lost or repeated. Without it, the iteration
         ends with the latest event.
         """
-        return EventStream(self.socket, since, follow, retry_delay, max_retry_delay, on_reconnect)
+        return EventStream(self.endpoint, since, follow, retry_delay, max_retry_delay, on_reconnect)
 
     def diff(self, from_: TurnRef, to: Optional[TurnRef] = None, step: Optional[str] = None,
              stat: bool = False) -> Diff:
@@ -149,7 +172,7 @@ class Client:
         """
         # The path's bytes, percent-encoded: it may hold escaped non-UTF-8 bytes.
         q = urlencode({"at": str(at)}) + "&path=" + path_query(path)
-        with open_request(self.socket, "GET", "/v1/content?" + q, timeout=self.timeout) as r:
+        with open_request(self.endpoint, "GET", "/v1/content?" + q, timeout=self.timeout) as r:
             return r.read()
 
     cat = content
@@ -205,7 +228,7 @@ class Client:
 
     def shutdown(self) -> None:
         """``POST /v1/shutdown``: unmount the workspace and stop the daemon."""
-        with open_request(self.socket, "POST", "/v1/shutdown", {}, self.timeout) as r:
+        with open_request(self.endpoint, "POST", "/v1/shutdown", {}, self.timeout) as r:
             r.read()
 
 

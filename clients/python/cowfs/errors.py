@@ -6,7 +6,7 @@ write ``except BusyError``; each keeps the API's code, message and HTTP
 status. The class names and codes are the TypeScript client's. Failing to
 reach a daemon at all is a NoDaemonError; a connection that breaks, a
 ConnectionError; a server of another user on the socket, a
-ForeignSocketError.
+ForeignSocketError; a remote daemon's failed TLS handshake, a TLSError.
 """
 
 import builtins
@@ -17,7 +17,8 @@ class CowfsError(Exception):
     """The base of every error this package raises about the daemon.
 
     ``code`` is the API's error code (``busy``, ``not_found`` …) or a
-    client-side one (``no_daemon``, ``connection``, ``foreign_socket``);
+    client-side one (``no_daemon``, ``connection``, ``foreign_socket``,
+    ``tls``);
     ``status`` the HTTP status of the reply (0 when there was none).
     """
 
@@ -71,11 +72,32 @@ class OutOfWindowError(CowfsError):
 
 
 class NoDaemonError(CowfsError):
-    """No daemon answers on the socket: nothing is mounted there, or the daemon died."""
+    """No daemon answers on the socket (nothing is mounted there, or the daemon
+    died), or none accepts connections at a remote's address.
+
+    ``socket`` is the socket tried, or the remote's URL.
+    """
 
     def __init__(self, socket: str):
-        super().__init__("no_daemon", f"no cowfs daemon is running for this workspace (socket {socket})")
+        where = f"answers at {socket}" if socket.startswith("https://") else \
+            f"is running for this workspace (socket {socket})"
+        super().__init__("no_daemon", f"no cowfs daemon {where}")
         self.socket = socket
+
+
+class TLSError(CowfsError):
+    """A remote daemon's TLS handshake failed.
+
+    Its certificate did not verify against ca.pem (or does not name the
+    URL's host), it refused this client's certificate (another CA's,
+    expired, none), or the client's own TLS directory could not be used.
+    Nothing was sent; trying again would only fail again, so an event
+    stream stops with it. ``remote`` is the remote's URL.
+    """
+
+    def __init__(self, remote: str, message: str):
+        super().__init__("tls", f"{remote}: {message}")
+        self.remote = remote
 
 
 class ConnectionError(CowfsError, builtins.ConnectionError):  # noqa: A001 (the TypeScript client's name)

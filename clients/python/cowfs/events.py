@@ -6,8 +6,12 @@ last seq it yielded, and when the stream ends or breaks (or the daemon is
 not there yet) it connects again, with backoff, asking for the events
 after that seq: nothing still in the window is lost, and since seq only
 grows (the journal keeps it across restarts), an event at or below the
-last yielded seq is a repeat and is dropped. This is the TypeScript
-client's events.ts, blocking instead of async.
+last yielded seq is a repeat and is dropped. The same holds over a
+remote's TLS connection, which breaks and is reopened as a socket's is; a
+TLSError (the daemon refused this client's certificate, or its own did
+not verify) ends the iteration instead, since trying again would only be
+refused again. This is the TypeScript client's events.ts, blocking
+instead of async.
 
 A daemon on its way out may still accept a connection after it closed its
 journal, and answer it with an internal error; following, that is retried
@@ -22,7 +26,7 @@ import threading
 from typing import Callable, Iterator, Optional
 
 from .errors import ConnectionError, InternalError, NoDaemonError
-from .transport import Response, UnixHTTPConnection, open_request
+from .transport import Endpoint, Response, connection, open_request
 from .types import Event
 
 #: Internal errors in a row on opening the stream that a following stream
@@ -42,10 +46,11 @@ class EventStream:
     thread, ends the iteration quietly, as does leaving the loop.
     """
 
-    def __init__(self, socket: str, since: int = 0, follow: bool = True,
+    def __init__(self, socket: Endpoint, since: int = 0, follow: bool = True,
                  retry_delay: float = 0.05, max_retry_delay: float = 2.0,
                  on_reconnect: Optional[ReconnectHook] = None):
-        self.socket = socket
+        #: The daemon's socket, or its remote (remote.py).
+        self.endpoint = socket
         self.follow = follow
         self.retry_delay = retry_delay
         self.max_retry_delay = max_retry_delay
@@ -53,7 +58,7 @@ class EventStream:
         self._last_seq = since
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._conn: Optional[UnixHTTPConnection] = None
+        self._conn: Optional[http.client.HTTPConnection] = None
 
     @property
     def last_seq(self) -> int:
@@ -87,7 +92,7 @@ class EventStream:
             lost: Optional[BaseException] = None
             try:
                 q = f"since={self._last_seq}" + ("&follow=1" if self.follow else "")
-                conn = UnixHTTPConnection(self.socket)
+                conn = connection(self.endpoint)
                 conn.connect()
                 # Registered before the request: the daemon sends the reply's
                 # head only with the first event, and close() must be able to
@@ -98,7 +103,7 @@ class EventStream:
                         return
                     self._conn = conn
                 try:
-                    resp = open_request(self.socket, "GET", f"/v1/events?{q}", conn=conn)
+                    resp = open_request(self.endpoint, "GET", f"/v1/events?{q}", conn=conn)
                     delay = self.retry_delay
                     internal = 0
                     try:

@@ -80,7 +80,8 @@ class History:
     """The history of a mounted workspace, for a harness that owns its agent loop.
 
     Open it with ``History.open(workspace=…)`` (or ``socket=``, or
-    ``client=``); close() it, or use it as a context manager.
+    ``remote=`` and ``tls_dir=``, or ``client=``); close() it, or use it as
+    a context manager.
     """
 
     def __init__(self, client: Client, feed: ChangeFeed):
@@ -91,7 +92,8 @@ class History:
     @classmethod
     def open(cls, workspace: Optional[str] = None, socket: Optional[str] = None,
              client: Optional[Client] = None, since: Optional[int] = None,
-             event_wait: float = 10.0) -> "History":
+             event_wait: float = 10.0, remote: Optional[str] = None,
+             tls_dir: Optional[str] = None) -> "History":
         """Opens the history of a mounted workspace and starts following its events.
 
         ``since``: report events after this seq (default: from now on).
@@ -99,7 +101,10 @@ class History:
         event to reach the listeners, in seconds.
         """
         if client is None:
-            client = Client(socket=socket) if socket is not None else Client(workspace=workspace)
+            if socket is not None or remote is not None:
+                client = Client(socket=socket, remote=remote, tls_dir=tls_dir)
+            else:
+                client = Client(workspace=workspace)
         status = client.status()
         turns = client.turns()
         if since is None:

@@ -12,6 +12,11 @@ workspace: the nearest parent whose socket exists. With
 host), the socket is ``NAME-HASH.sock`` there instead of ``ctl.sock`` in
 the state directory.
 
+With ``$COWFS_REMOTE`` set (``https://HOST:PORT``, a daemon's TLS listener
+on another machine), as for the CLI, that daemon is the one to talk to,
+whatever the path, with the client certificate in ``$COWFS_TLS_DIR``
+(endpoint_for).
+
 tests/test_locate.py checks the result against the real daemon's own
 idea of its socket.
 """
@@ -21,7 +26,9 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Union
+
+from .remote import Remote, parse_remote
 
 #: What fits in sockaddr_un.sun_path.
 MAX_SOCKET_PATH = 107
@@ -108,6 +115,32 @@ def find_workspace(path: str, env: Optional[Mapping[str, str]] = None) -> Locati
 def socket_for(path: str, env: Optional[Mapping[str, str]] = None) -> str:
     """The socket of the daemon serving the workspace that contains path."""
     return find_workspace(path, env).socket
+
+
+def endpoint_for(path: str, env: Optional[Mapping[str, str]] = None) -> Union[str, Remote]:
+    """The daemon to talk to about the workspace that contains path.
+
+    The remote in ``$COWFS_REMOTE``, with the TLS directory in
+    ``$COWFS_TLS_DIR``, if it is set (path is then not looked at); or
+    else the socket of socket_for(path).
+    """
+    remote = remote_from_env(env)
+    return remote if remote is not None else socket_for(path, env)
+
+
+def remote_from_env(env: Optional[Mapping[str, str]] = None) -> Optional[Remote]:
+    """The remote that ``$COWFS_REMOTE`` and ``$COWFS_TLS_DIR`` name, if the first is set.
+
+    ValueError if the URL will not do, or no TLS directory is set.
+    """
+    e = _env(env)
+    url = e.get("COWFS_REMOTE")
+    if not url:
+        return None
+    if not e.get("COWFS_TLS_DIR"):
+        raise ValueError(f"COWFS_REMOTE is {url} but COWFS_TLS_DIR is not set: "
+                         "a remote daemon takes only clients with a certificate")
+    return parse_remote(url, e["COWFS_TLS_DIR"])
 
 
 def _canonical(path: str) -> str:

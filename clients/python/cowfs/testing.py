@@ -9,7 +9,9 @@ by pid.
 
 Needs root and /dev/fuse. fuse_skip() says why a test cannot run here;
 with ``COWFS_TEST_DISALLOW_SKIP`` set (CI) it raises instead, so a skip
-cannot pass for a success.
+cannot pass for a success. For the remote mode, test_certificates makes a
+daemon's and clients' TLS directories with openssl; mount with the flags
+``--listen https://127.0.0.1:PORT --tls-dir CERTS.server``.
 """
 
 import atexit
@@ -25,6 +27,7 @@ import time
 from typing import Dict, List, Optional
 
 from .client import Client
+from .testcerts import TestCertificates, test_certificates  # noqa: F401 (for tests of the remote mode)
 from .types import Status
 
 

@@ -206,6 +206,9 @@ class Status(WireObject):
     unrevertable: int
     resources: Resources
     open_turn: Optional[Turn] = None
+    #: The ``https://HOST:PORT`` the API is also served at over mutual TLS
+    #: (``--listen``), its port resolved; absent without one.
+    listen: Optional[str] = None
     #: With ``latest_turn``, the range a rollback can reach.
     oldest_turn: Optional[int] = None
     latest_turn: Optional[int] = None

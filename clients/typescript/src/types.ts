@@ -201,6 +201,8 @@ export interface Status {
   /** The journal directory. */
   journal: string;
   socket: string;
+  /** The https://HOST:PORT the API is also served at over mutual TLS (`--listen`), its port resolved; absent without one. */
+  listen?: string;
   /** The daemon's pid. */
   pid: number;
   started_at: string;

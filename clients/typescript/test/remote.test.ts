@@ -175,6 +175,7 @@ describe("remote client", { skip: fuseSkip() }, () => {
     const st = await c.status();
     assert.equal(st.workspace, w.dir);
     assert.equal(st.pid, w.pids[0]);
+    assert.equal(st.listen, url);
     assert.equal(c.remote, url);
   });
 
@@ -192,7 +193,7 @@ describe("remote client", { skip: fuseSkip() }, () => {
     const t = await c.beginTurn({ id: "remote-1", anchor: "m1" });
     assert.equal(t.state, "open");
     await c.beginStep("call_1");
-    await w.sh("sed -i s/two/TWO/ main.go && echo new > new.txt");
+    await w.sh("echo three >> main.go && echo new > new.txt");
     const ended = await c.endTurn();
     assert.equal(ended.changed_paths, 2);
     assert.deepEqual((await c.turn("remote-1")).changes.map((x) => [x.path, x.kind]), [

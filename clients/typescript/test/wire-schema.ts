@@ -114,6 +114,7 @@ const status: Shape<T.Status> = {
   mountpoint: "string",
   journal: "string",
   socket: "string",
+  listen: opt("string"),
   pid: "number",
   started_at: "string",
   window: "number",
