@@ -43,6 +43,12 @@ def all_events(c: Client) -> List[Event]:
     return list(c.events(follow=False))
 
 
+def last_seq(c: Client) -> int:
+    """The seq of the latest event in the window (0: none)."""
+    everything = all_events(c)
+    return everything[-1].seq if everything else 0
+
+
 def certificates(case: unittest.TestCase) -> TestCertificates:
     d = tempfile.mkdtemp(prefix="cowfs-py-tls-")
     case.addCleanup(shutil.rmtree, d, True)
@@ -182,9 +188,7 @@ class TestRemote(RemoteCase):
 
     def test_2_a_turn_its_events_and_a_rollback(self):
         c, w = self.c, self.w
-        everything = all_events(c)
-        since = everything[-1].seq if everything else 0
-        stream = c.events(since=since)
+        stream = c.events(since=last_seq(c))
         seen: List[Event] = []
 
         def follow() -> None:
@@ -244,7 +248,7 @@ class TestRemote(RemoteCase):
 
     def test_5_resumes_after_a_daemon_restart(self):
         c, w = self.c, self.w
-        start = all_events(c)[-1].seq
+        start = last_seq(c)
         reconnects: List[int] = []
         stream = c.events(since=start, retry_delay=0.02, max_retry_delay=0.2,
                           on_reconnect=lambda since, err: reconnects.append(since))
@@ -276,7 +280,7 @@ class TestRemote(RemoteCase):
 
     def test_6_resumes_after_a_connection_dropped_mid_record(self):
         c, w = self.c, self.w
-        start = all_events(c)[-1].seq
+        start = last_seq(c)
         proxy = CuttingProxy(int(self.url.rsplit(":", 1)[1]))
         self.addCleanup(proxy.close)
         errors: List[object] = []
@@ -306,7 +310,7 @@ class TestRemote(RemoteCase):
 
     def test_7_a_harness_killed_mid_stream_resumes_from_the_last_seq_it_saw(self):
         c, w = self.c, self.w
-        start = all_events(c)[-1].seq
+        start = last_seq(c)
         first = Harness(self.url, self.certs.client, start)
         try:
             c.begin_turn(id="harness-1")

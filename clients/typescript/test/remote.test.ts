@@ -3,8 +3,10 @@
 // openssl. Status, a turn, a rollback and the event stream over TLS; the
 // daemon refusing a client without a certificate, with another CA's and
 // with an expired one, and the client refusing a daemon its ca.pem does
-// not vouch for; the stream resuming across a daemon restart and across a
-// harness killed mid-stream and started again from the last seq it saw.
+// not vouch for or whose certificate names another host; the stream
+// resuming across a daemon restart, across a TCP connection dropped in the
+// middle of a TLS record, and across a harness killed mid-stream and
+// started again from the last seq it saw.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -36,6 +38,61 @@ async function freePort(): Promise<number> {
   const port = (srv.address() as net.AddressInfo).port;
   await new Promise((resolve) => srv.close(resolve));
   return port;
+}
+
+/**
+ * A TCP port on 127.0.0.1 that forwards to target's, and can drop a
+ * connection in the middle of what the daemon sends: after cut(), the next
+ * chunk from the daemon (a TLS record, or part of one) is cut in half and
+ * both ends closed.
+ */
+class CuttingProxy {
+  connections = 0;
+  cuts = 0;
+  port = 0;
+  private cutNext = false;
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(target: number) {
+    this.server = net.createServer((client) => {
+      this.connections++;
+      const daemon = net.connect(target, "127.0.0.1");
+      for (const s of [client, daemon]) {
+        this.sockets.add(s);
+        s.on("error", () => undefined);
+        s.on("close", () => {
+          client.destroy();
+          daemon.destroy();
+        });
+      }
+      client.on("data", (d: Buffer) => daemon.write(d));
+      daemon.on("data", (d: Buffer) => {
+        if (this.cutNext) {
+          this.cutNext = false;
+          this.cuts++;
+          client.end(d.subarray(0, Math.max(1, d.length >> 1)));
+          daemon.destroy();
+          return;
+        }
+        client.write(d);
+      });
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  cut(): void {
+    this.cutNext = true;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
 }
 
 /** Every event in the window, read without following. */
@@ -249,7 +306,7 @@ describe("remote client", { skip: fuseSkip() }, () => {
   });
 
   it("resumes the stream across a daemon restart without losing or repeating events", async () => {
-    const start = (await allEvents(c)).pop()!.seq;
+    const start = (await allEvents(c)).pop()?.seq ?? 0;
     const ac = new AbortController();
     const seen: Event[] = [];
     let reconnects = 0;
@@ -290,9 +347,49 @@ describe("remote client", { skip: fuseSkip() }, () => {
     assert.equal(stream.lastSeq, all[all.length - 1]!.seq);
   });
 
+  it("resumes the stream after a TCP connection dropped in the middle of a TLS record", async () => {
+    const start = (await allEvents(c)).pop()?.seq ?? 0;
+    const proxy = new CuttingProxy(Number(new URL(url).port));
+    await proxy.listen();
+    const errors: (Error | undefined)[] = [];
+    const ac = new AbortController();
+    const seen: Event[] = [];
+    const through = new CowfsClient({ remote: `https://127.0.0.1:${proxy.port}`, tlsDir: certs.client });
+    const done = (async () => {
+      for await (const e of through.events({ since: start, signal: ac.signal, retryDelay: 20, onReconnect: (i) => errors.push(i.error) })) {
+        seen.push(e);
+        if (seen.filter((x) => x.type === "turn_end").length === 2) break;
+      }
+    })();
+    try {
+      await until(() => proxy.connections >= 1, "the stream's connection");
+      await c.beginTurn({ id: "before-cut" });
+      await w.sh("echo 1 > cut1");
+      await c.endTurn();
+      await until(() => seen.some((e) => e.type === "turn_end"), "the first turn's end");
+      proxy.cut(); // the next record is cut in half, and the connection dropped
+      await c.beginTurn({ id: "after-cut" });
+      await w.sh("echo 2 > cut2 && echo 3 > cut3");
+      await c.endTurn();
+      await done;
+    } finally {
+      ac.abort();
+      await proxy.close();
+    }
+    assert.equal(proxy.cuts, 1);
+    assert.ok(proxy.connections >= 2);
+    assert.ok(errors.length >= 1);
+    const all = (await allEvents(c)).filter((e) => e.seq > start);
+    assert.deepEqual(seen, all); // nothing lost, nothing twice, no half event
+    assert.deepEqual(
+      seen.filter((e) => e.type === "change").map((e) => e.path),
+      ["cut1", "cut2", "cut3"],
+    );
+  });
+
   it("a harness killed mid-stream resumes from the last seq it saw: nothing lost, nothing twice", async () => {
     const follower = path.join(path.dirname(fileURLToPath(import.meta.url)), "remote-follower.js");
-    const start = (await allEvents(c)).pop()!.seq;
+    const start = (await allEvents(c)).pop()?.seq ?? 0;
     /** Starts the harness after since; its events as they arrive. */
     const harness = (since: number) => {
       const child = spawn(process.execPath, [follower, url, certs.client, String(since)], { stdio: ["ignore", "pipe", "inherit"] });
