@@ -7,7 +7,9 @@
 //
 // Needs root and /dev/fuse. fuseSkip() says why a test cannot run here;
 // with COWFS_TEST_DISALLOW_SKIP set (CI) it throws instead, so a skip
-// cannot pass for a success.
+// cannot pass for a success. For the remote mode, testCertificates makes a
+// daemon's and clients' TLS directories with openssl; mount with the flags
+// `--listen https://127.0.0.1:PORT --tls-dir CERTS.server`.
 
 import { execFile } from "node:child_process";
 import { existsSync, promises as fs, readFileSync, rmSync } from "node:fs";
