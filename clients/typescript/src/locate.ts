@@ -23,7 +23,7 @@ import { promises as fs } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
 
-import { parseRemote } from "./remote.js";
+import { parseRemote, type Remote } from "./remote.js";
 import type { Endpoint } from "./transport.js";
 
 /** Where one workspace's state lives. */
@@ -115,7 +115,7 @@ export async function endpointFor(p: string, env: NodeJS.ProcessEnv = process.en
 }
 
 /** The remote that $COWFS_REMOTE and $COWFS_TLS_DIR name, if the first is set. */
-export function remoteFromEnv(env: NodeJS.ProcessEnv = process.env): Endpoint | undefined {
+export function remoteFromEnv(env: NodeJS.ProcessEnv = process.env): Remote | undefined {
   if (!env.COWFS_REMOTE) {
     return undefined;
   }
