@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 
 import { CowfsClient, endpointFor, NoDaemonError, parseRemote, readTLSDir, TLSError, type Event } from "../src/index.js";
 import { fuseSkip, testCertificates, TestWorkspace, type TestCertificates } from "../src/testing.js";
+import { mismatches, schema } from "./wire-schema.js";
 
 /** Waits until cond holds (polling), failing after ms. */
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
@@ -234,6 +235,8 @@ describe("remote client", { skip: fuseSkip() }, () => {
     assert.equal(st.pid, w.pids[0]);
     assert.equal(st.listen, url);
     assert.equal(c.remote, url);
+    // A status with listen set matches the types key by key (contract.test.ts sees one without).
+    assert.deepEqual(mismatches(st, schema.Status, "Status"), []);
   });
 
   it("a turn, its events, and a rollback", async () => {
