@@ -338,6 +338,18 @@ class TestRemote(RemoteCase):
         self.assertEqual(changes(after), ["a1", "a2", "b1", "b2", "c1"])
 
 
+    def test_8_close_ends_a_waiting_remote_iteration_quietly(self):
+        s = self.c.events(since=last_seq(self.c))
+        got: List[Event] = []
+        t = threading.Thread(target=lambda: got.extend(s), daemon=True)
+        t.start()
+        until(lambda: s._conn is not None, "the stream's connection")
+        s.close()
+        t.join(5)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(got, [])
+
+
 def changes(evs: List[dict]) -> List[str]:
     return [e["path"] for e in evs if e["type"] == "change"]
 

@@ -390,6 +390,18 @@ describe("remote client", { skip: fuseSkip() }, () => {
     );
   });
 
+  it("an abort ends a waiting remote iteration quietly", async () => {
+    const ac = new AbortController();
+    const got: Event[] = [];
+    const done = (async () => {
+      for await (const e of c.events({ since: (await allEvents(c)).pop()?.seq ?? 0, signal: ac.signal })) got.push(e);
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    await done;
+    assert.deepEqual(got, []);
+  });
+
   it("a harness killed mid-stream resumes from the last seq it saw: nothing lost, nothing twice", async () => {
     const follower = path.join(path.dirname(fileURLToPath(import.meta.url)), "remote-follower.js");
     const start = (await allEvents(c)).pop()?.seq ?? 0;
