@@ -224,6 +224,13 @@ type Status struct {
 	Unrevertable int `json:"unrevertable"`
 	// The daemon's own resources, to watch for leaks and bound memory.
 	Resources Resources `json:"resources"`
+	// FullScan says why the latest rescan (at start-up or a turn or
+	// step boundary) stat'ed every tracked path to find changes that
+	// bypassed the mount: "nothing was watching" (the first scan), "not
+	// watching" (--no-fanotify, or fanotify unavailable), "the kernel's
+	// event queue overflowed", …; absent when it stat'ed only what the
+	// kernel reported changed.
+	FullScan string `json:"full_scan,omitempty"`
 	// FUSERequests counts the FUSE requests the mount has served since
 	// it started, by operation ("LOOKUP", "WRITE", ...); operations
 	// never served are left out. For measuring round trips.

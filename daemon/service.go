@@ -44,6 +44,9 @@ func (s *service) Status(ctx context.Context) (ctl.Status, error) {
 	if d.mount != nil {
 		st.FUSERequests = d.mount.Requests()
 	}
+	if d.scanner != nil {
+		st.FullScan = d.scanner.FullScan()
+	}
 	ts, err := d.j.Turns()
 	if err != nil {
 		return st, err

@@ -60,6 +60,9 @@ func runStatus(opts statusOptions) error {
 	if st.Listen != "" {
 		fmt.Printf("listen:      %s (mutual TLS)\n", st.Listen)
 	}
+	if st.FullScan != "" {
+		fmt.Printf("rescan:      the last one stat'ed every tracked path: %s\n", st.FullScan)
+	}
 	if st.Turns == 0 {
 		fmt.Printf("turns:       none yet (window %d)\n", st.Window)
 	} else {
