@@ -215,6 +215,9 @@ class Status(WireObject):
     pruned_early: Optional[PrunedEarly] = None
     #: Why the journal became unusable.
     journal_error: Optional[str] = None
+    #: Why the latest rescan stat'ed every tracked path rather than only
+    #: what the kernel reported changed; absent when it did not.
+    full_scan: Optional[str] = None
     #: FUSE requests served since the mount started, by operation.
     fuse_requests: Optional[Dict[str, int]] = None
 

@@ -233,6 +233,13 @@ export interface Status {
   /** The daemon's own resources. */
   resources: Resources;
   /**
+   * Why the latest rescan (start-up, a turn or step boundary) stat'ed every
+   * tracked path rather than only what the kernel reported changed
+   * ("nothing was watching", "not watching", "the kernel's event queue
+   * overflowed", …); absent when it did not.
+   */
+  full_scan?: string;
+  /**
    * FUSE requests the mount has served since it started, by operation
    * (`LOOKUP`, `WRITE`, …); operations never served are left out. For
    * measuring round trips.

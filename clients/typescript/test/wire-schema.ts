@@ -131,6 +131,7 @@ const status: Shape<T.Status> = {
   journal_error: opt("string"),
   unrevertable: "number",
   resources: { object: resources },
+  full_scan: opt("string"),
   fuse_requests: opt({ map: "number" }),
 };
 
