@@ -33,9 +33,9 @@ package fs
 func (c *change) notAgent() bool {
 	if c.outside == 0 {
 		c.outside = 1
-		if c.g.Turn != 0 && c.g.Agent != nil && c.r.agents != nil {
+		if c.op.Gate.Turn != 0 && c.op.Gate.Agent != nil && c.r.agents != nil {
 			pid, uid := c.caller.ident()
-			if !c.r.agents.Agent(c.g.Agent, pid, uid) {
+			if !c.r.agents.Agent(c.op.Gate.Agent, pid, uid) {
 				c.outside = 2
 			}
 		}

@@ -6,8 +6,9 @@
 // # Capture before change
 //
 // Each mutating method opens a change (recorder.begin), journals its
-// pre-image through change.record — the one caller of journal.Append —
-// and performs its operation only if that succeeded; otherwise it fails
+// pre-image through the change's capture.Op — package capture, which a
+// rollback's undo log and package rescan share, is the one path to
+// Journal.Append — and performs its operation only if that succeeded; otherwise it fails
 // with the error (EIO, ENOSPC, EROFS once the journal is closed). An
 // operation the backing filesystem then refuses (EPERM on an immutable
 // file, say) fails with the change withdrawing what it journaled: a
@@ -28,11 +29,13 @@
 //	(a file the epoch created: the kernel writes it itself; see below)
 //
 // An epoch is a turn (each of its steps a new one), or the time between
-// two turns. Within one, an
-// inode's attributes are journaled once (its "first touch") and each
-// byte's pre-image at most once; inodes created in the epoch journal
-// nothing more, since undo deletes them. A directory's attributes are
-// journaled before its first entry change, so undo restores its times.
+// two turns. Within one, an inode's attributes are journaled once (its
+// "first touch") and each byte's pre-image at most once; inodes created
+// in the epoch journal nothing more, since undo deletes them. A
+// directory's attributes are journaled before its first entry change,
+// so undo restores its times. Package capture keeps that account
+// (capture.Set), one for the turn's agent and one for everyone else
+// (agent.go).
 //
 // # What must not slip past
 //
@@ -140,5 +143,5 @@
 // listings and refuses to create, rename or remove anything by its
 // name. Link counts are reported without the names held there.
 //
-// Imports: go-fuse, journal, aside, backing, agent.
+// Imports: go-fuse, journal, capture, aside, backing, agent.
 package fs

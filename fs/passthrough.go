@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -402,15 +402,11 @@ func (n *Node) captureWhole(creator fuse.Caller) error {
 // epoch has not journaled them.
 func (fs *filesystem) saveWhole(c *change, rel string, id uint64, fd int, st *unix.Stat_t) error {
 	s := c.state(id)
-	defer s.mu.Unlock()
-	if s.created {
-		return nil
-	}
-	if err := c.touch(s, id, rel, st, journal.CauseWrite); err != nil {
+	defer s.Unlock()
+	if err := c.op.Attr(s, id, rel, st, journal.CauseWrite); err != nil {
 		return err
 	}
-	src := func() (io.ReaderAt, func(), error) { return fdReader(fd), noop, nil }
-	return c.save(s, id, rel, src, 0, st.Size)
+	return c.op.Data(s, id, rel, capture.Opened(capture.File(fd)), 0, st.Size)
 }
 
 // stampLive adds to stamps the present for every file of the live set:

@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -11,21 +10,20 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/internal/_gofuse/fuse"
-	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/agent"
 	"github.com/cowfs/cowfs/aside"
-	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
 // recorder is the one way changes reach the journal. Every mutating FUSE
 // method opens a change with begin, records what its operation is about
-// to destroy through change.record — the only caller of
-// journal.Append — and performs the operation only if that succeeded.
-// The change holds the journal's gate until it ends, so the operation
-// lands in the same turn as its record and a rollback never runs
-// between the two.
+// to destroy through the change's capture.Op — the FUSE layer's one
+// path to Journal.Append — and performs the operation only if that
+// succeeded. The change holds the journal's gate until it ends, so the
+// operation lands in the same turn as its record and a rollback never
+// runs between the two.
 type recorder struct {
 	j     Journal
 	aside *aside.Area
@@ -34,13 +32,13 @@ type recorder struct {
 	// every process is.
 	agents *agent.Tracker
 
-	mu    sync.Mutex
-	epoch uint64
 	// inodes is what the current epoch journaled of each inode for the
 	// turn's agent, and others for processes outside its scope: each
 	// journals its own pre-images, so a change of either always leaves
 	// a record of its own (agent.go).
-	inodes, others map[uint64]*inodeState
+	inodes, others capture.Set
+
+	mu sync.Mutex
 	// stamps says when the mount last changed each inode (Unix
 	// nanoseconds, taken after the change reached the backing
 	// directory), since package rescan last took them: an inode whose
@@ -48,39 +46,20 @@ type recorder struct {
 	stamps map[uint64]int64
 }
 
-// inodeState is what the current epoch (a turn, or the time between two
-// turns) has already journaled for one inode. It only saves work: a
-// pre-image journaled twice is harmless, because undo applies records
-// newest first and the oldest pre-image of a byte is written last. So
-// losing this state (a restart) costs duplicates, never correctness.
-type inodeState struct {
-	mu sync.Mutex
-	// takes counts the changes that took this state (change.state),
-	// so that a change withdrawing its records knows whether another
-	// one relied on them meanwhile (withdraw.go).
-	takes   uint64
-	attr    bool            // KindAttr journaled
-	created bool            // created in this epoch: undo deletes it, nothing to keep
-	size    int64           // size at the first touch
-	saved   ranges          // bytes of [0, size) whose pre-image is journaled
-	xattrs  map[string]bool // xattrs whose old value is journaled
-}
-
 func newRecorder(j Journal, a *aside.Area, log *slog.Logger) *recorder {
-	return &recorder{j: j, aside: a, log: log, inodes: map[uint64]*inodeState{}, others: map[uint64]*inodeState{}}
+	return &recorder{j: j, aside: a, log: log}
 }
 
 // change is one mutating request in flight.
 type change struct {
-	r       *recorder
-	g       journal.Gate
+	r *recorder
+	// op appends the change's records, under the gate it holds, and
+	// withdraws them if the operation fails (withdraw.go).
+	op      capture.Op
 	caller  *who
 	touched []uint64 // inodes it changes (state was asked for)
-	// What a failed change withdraws (withdraw.go): the records it
-	// made, the states it took, and whether its operation reached the
-	// backing directory at all.
-	made   []made
-	took   []took
+	// landed: the operation reached the backing directory, at least in
+	// part, so its records stay (withdraw.go).
 	landed bool
 	// outside says whether the caller is outside the turn's agent
 	// scope: 0 not asked yet, 1 no (the agent's, or no scope), 2 yes.
@@ -161,10 +140,11 @@ func (w *who) ident() (pid, uid uint32) {
 // it if the kernel sent it with pid 0 (a flush of a shared mapping:
 // Node.writer).
 func (r *recorder) begin(ctx context.Context, pid0 *who) *change {
-	c := &change{r: r, g: r.j.Enter(), caller: whoOf(ctx)}
+	c := &change{r: r, caller: whoOf(ctx)}
 	if c.caller.raw.Pid == 0 && pid0 != nil {
 		c.caller = pid0
 	}
+	c.op = capture.Op{Journal: r.j, Gate: r.j.Enter(), By: c, Log: r.log}
 	return c
 }
 
@@ -189,7 +169,7 @@ func (c *change) end() {
 		}
 		c.r.mu.Unlock()
 	}
-	c.g.Leave()
+	c.op.Gate.Leave()
 }
 
 // stamp notes that the change changes inode ino (its ctime, at least)
@@ -221,123 +201,47 @@ func (r *recorder) takeStamps() map[uint64]int64 {
 // for KindData — before the operation that needs it. The operation must
 // not be performed if record fails: fail closed, never unrecorded.
 func (c *change) record(rec *journal.Record, src io.ReaderAt) error {
-	rec.Caller = c.caller.get()
-	rec.NotAgent = c.notAgent()
-	if err := c.r.j.Append(c.g, rec, src); err != nil {
-		c.r.log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)
-		return err
-	}
-	c.made = append(c.made, made{rec: rec})
-	return nil
+	return c.op.Record(rec, src)
 }
 
-// state returns the epoch's state of inode ino, locked. The caller
-// unlocks it.
-func (c *change) state(ino uint64) *inodeState {
-	r := c.r
+// Label marks each record of the change with its caller, and whether
+// the caller is outside the turn's agent (capture.Author).
+func (c *change) Label(rec *journal.Record) {
+	rec.Caller = c.caller.get()
+	rec.NotAgent = c.notAgent()
+}
+
+// state returns the epoch's state of inode ino, locked: the agent's, or
+// the others' (agent.go). The caller unlocks it.
+func (c *change) state(ino uint64) *capture.State {
 	c.touched = append(c.touched, ino)
-	other := c.notAgent()
-	r.mu.Lock()
-	if r.epoch != c.g.Epoch || r.inodes == nil {
-		// A turn boundary: everything must be journaled afresh.
-		r.epoch = c.g.Epoch
-		r.inodes, r.others = map[uint64]*inodeState{}, map[uint64]*inodeState{}
+	set := &c.r.inodes
+	if c.notAgent() {
+		set = &c.r.others
 	}
-	m := r.inodes
-	if other {
-		m = r.others
-	}
-	s := m[ino]
-	if s == nil {
-		s = &inodeState{}
-		m[ino] = s
-	}
-	r.mu.Unlock()
-	s.mu.Lock()
-	s.takes++
-	c.took = c.tookState(s)
-	return s
+	return c.op.Take(set, ino)
 }
 
 // forgetEpoch lets go of what an epoch that has ended journaled, which
-// would otherwise be held until the next change: a turn that touched
-// 50,000 inodes kept 5 MiB of it. The caller has seen epoch begin.
+// would otherwise be held until the next change. The caller has seen
+// epoch begin.
 func (r *recorder) forgetEpoch(epoch uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.epoch != epoch {
-		r.epoch, r.inodes, r.others = epoch, nil, nil
-	}
+	r.inodes.Forget(epoch)
+	r.others.Forget(epoch)
 }
 
 // createdIn reports whether the turn's agent (or anyone, outside a turn
 // or with no agent scope) created ino in epoch, the gate's; with epoch
 // 0, in whatever epoch the recorder's state is of, without the gate.
 func (r *recorder) createdIn(epoch, ino uint64) bool {
-	r.mu.Lock()
-	var s *inodeState
-	if (epoch == 0 || r.epoch == epoch) && r.inodes != nil {
-		s = r.inodes[ino]
-	}
-	r.mu.Unlock()
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.created
+	return r.inodes.Created(epoch, ino)
 }
 
 // markCreated notes that ino was created in this epoch.
 func (c *change) markCreated(ino uint64) {
 	s := c.state(ino)
-	s.created = true
-	s.mu.Unlock()
-}
-
-// touch journals the attributes of the object id at path (stat st)
-// before its first change in this epoch. s is id's state, locked by the
-// caller.
-func (c *change) touch(s *inodeState, id uint64, path string, st *unix.Stat_t, cause journal.Cause) error {
-	if s.attr || s.created {
-		return nil
-	}
-	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: path,
-		Type: st.Mode & syscall.S_IFMT, Ino: id, Attr: journal.AttrOf(st)}
-	if err := c.record(rec, nil); err != nil {
-		return err
-	}
-	s.attr, s.size = true, st.Size
-	c.marked(s, func() { s.attr = false })
-	return nil
-}
-
-// save journals the pre-image of bytes [lo, hi) of the file at path,
-// read from src, as far as they existed at the first touch and are not
-// journaled yet. touch must have run. s is locked by the caller.
-func (c *change) save(s *inodeState, id uint64, path string, src func() (io.ReaderAt, func(), error), lo, hi int64) error {
-	if s.created {
-		return nil
-	}
-	hi = min(hi, s.size)
-	gaps := s.saved.missing(lo, hi)
-	if len(gaps) == 0 {
-		return nil
-	}
-	f, done, err := src()
-	if err != nil {
-		return fmt.Errorf("open pre-image of %s: %w", path, err)
-	}
-	defer done()
-	for _, g := range gaps {
-		rec := &journal.Record{Kind: journal.KindData, Path: path, Type: syscall.S_IFREG, Ino: id, Off: g.lo, Len: g.hi - g.lo}
-		if err := c.record(rec, f); err != nil {
-			return err
-		}
-		s.saved.add(g.lo, g.hi)
-		c.marked(s, func() { s.saved.remove(g.lo, g.hi) })
-	}
-	return nil
+	s.SetCreated()
+	s.Unlock()
 }
 
 // dirent journals the attributes of directory id (descriptor dir, at
@@ -345,15 +249,8 @@ func (c *change) save(s *inodeState, id uint64, path string, src func() (io.Read
 // this epoch, so undo can put its times back.
 func (c *change) dirent(id uint64, dir int, rel string) error {
 	s := c.state(id)
-	defer s.mu.Unlock()
-	if s.attr || s.created {
-		return nil
-	}
-	st, err := backing.Fstat(dir)
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", rel, err)
-	}
-	return c.touch(s, id, rel, st, journal.CauseDirent)
+	defer s.Unlock()
+	return c.op.Dirent(s, id, rel, dir)
 }
 
 // errno converts an error to the errno FUSE returns. go-fuse's ToErrno

@@ -73,8 +73,8 @@ func (n *Node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 
 	id := n.idOf(&st)
 	s := c.state(id)
-	created := s.created && !isDir
-	s.mu.Unlock()
+	created := s.Created() && !isDir
+	s.Unlock()
 
 	a := n.fs.rec.aside
 	ch := n.childNode(name)

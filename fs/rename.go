@@ -79,8 +79,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	targetIsDir := st2.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	if replace {
 		s := c.state(n.idOf(&st2))
-		created := s.created && !targetIsDir // see remove.go: directories always go aside
-		s.mu.Unlock()
+		created := s.Created() && !targetIsDir // see remove.go: directories always go aside
+		s.Unlock()
 		// Ino2 says a target was replaced; an Aside keeps it, unless it
 		// was new in this epoch and goes for good.
 		rec.Ino2 = n.idOf(&st2)
@@ -202,7 +202,7 @@ func (n *Node) unkeep(c *change, keep, name string, dir int, st *unix.Stat_t, is
 		if rec == nil {
 			continue
 		}
-		if err := n.fs.rec.j.Discard(rec); err != nil {
+		if err := c.op.Discard(rec); err != nil {
 			n.fs.rec.log.Warn("cannot withdraw the record of a failed rename", "seq", rec.Seq, "err", err)
 		}
 	}

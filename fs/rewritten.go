@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	gofs "github.com/cowfs/cowfs/internal/_gofuse/fs"
+
+	"github.com/cowfs/cowfs/capture"
 )
 
 // Pages cached before a rollback rewrote a file.
@@ -74,9 +76,9 @@ type rewrites struct {
 
 // rewrite is one node's mark.
 type rewrite struct {
-	gen   uint64 // which mark: a later step of the rollback marks again
-	path  string // as the rollback named it, for its report
-	fresh ranges // read since the mark
+	gen   uint64         // which mark: a later step of the rollback marks again
+	path  string         // as the rollback named it, for its report
+	fresh capture.Ranges // read since the mark
 }
 
 // RefusedWrite is a writeback of pages cached before a rollback rewrote
@@ -122,7 +124,7 @@ func (r *rewrites) read(n *gofs.Inode, gen uint64, lo, hi int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.marked[n]; m != nil && m.gen == gen {
-		m.fresh.add(lo, hi)
+		m.fresh.Add(lo, hi)
 	}
 }
 
@@ -135,7 +137,7 @@ func (r *rewrites) stale(n *gofs.Inode, lo, hi int64) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.marked[n]
-	if m == nil || len(m.fresh.missing(lo, hi)) == 0 {
+	if m == nil || len(m.fresh.Missing(lo, hi)) == 0 {
 		return "", false
 	}
 	return m.path, true

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -45,7 +46,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	uid, setsUID := in.GetUID()
 	gid, setsGID := in.GetGID()
 	cause := journal.CauseTimes
-	lo := toEnd
+	lo := capture.ToEnd
 	switch {
 	case truncates:
 		cause, lo = journal.CauseTruncate, int64(size)
@@ -54,7 +55,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	case setsMode:
 		cause = journal.CauseMode
 	}
-	if err := n.beforeContent(c, file, lo, toEnd, cause); err != nil {
+	if err := n.beforeContent(c, file, lo, capture.ToEnd, cause); err != nil {
 		return c.fail(err)
 	}
 	n.changing()
@@ -167,27 +168,19 @@ func (n *Node) beforeXattr(c *change, fd int, name string) error {
 	}
 	id := n.StableAttr().Ino
 	s := c.state(id)
-	defer s.mu.Unlock()
-	if s.created || s.xattrs[name] {
+	defer s.Unlock()
+	if s.Created() {
 		return nil
 	}
 	rel, ok := n.rel()
 	if !ok {
 		return nil
 	}
-	rec := &journal.Record{Kind: journal.KindXattr, Path: rel, Type: n.typ(), Ino: id, XattrName: name}
-	val, exists, err := backing.Getxattr(fd, name)
-	if err != nil && !errors.Is(err, unix.ENOTSUP) {
-		return err
-	}
-	rec.XattrValue, rec.XattrExisted = val, exists
-	if err := c.record(rec, nil); err != nil {
-		return err
-	}
-	if s.xattrs == nil {
-		s.xattrs = map[string]bool{}
-	}
-	s.xattrs[name] = true
-	c.marked(s, func() { delete(s.xattrs, name) })
-	return nil
+	return c.op.Xattr(s, id, rel, n.typ(), name, func() ([]byte, bool, error) {
+		val, exists, err := backing.Getxattr(fd, name)
+		if err != nil && !errors.Is(err, unix.ENOTSUP) {
+			return nil, false, err
+		}
+		return val, exists, nil
+	})
 }

@@ -3,8 +3,6 @@ package fs
 import (
 	"errors"
 	"syscall"
-
-	"github.com/cowfs/cowfs/journal"
 )
 
 // A failed operation leaves no record. A change journals what its
@@ -19,11 +17,11 @@ import (
 // directory: each system call that changes it reports its outcome
 // through did, and an operation that fails ends with fail. If nothing
 // reached the backing directory, fail withdraws every record the change
-// made (journal.Journal.Discard), newest first, and forgets what they
-// marked as journaled in the epoch's per-inode state (recorder.go):
-// otherwise the next real change of those bytes or attributes would
-// find them journaled and journal nothing. The change's stamps go too,
-// since the inodes did not change (see recorder.stamps).
+// made, newest first, and forgets what they marked as journaled in the
+// epoch's per-inode state (capture.Op.Withdraw): otherwise the next
+// real change of those bytes or attributes would find them journaled
+// and journal nothing. The change's stamps go too, since the inodes did
+// not change (see recorder.stamps).
 //
 // A change that changed something before it failed — a SETATTR whose
 // chmod succeeded and whose chown was refused, a rename whose target
@@ -37,9 +35,10 @@ import (
 // A record is withdrawn only while no other change has taken the state
 // of its inode since it was made: another change may have found the
 // record's bytes or attributes journaled and gone on without a record of
-// its own, relying on this one. The kernel serializes most changes of
-// one inode (it holds the inode's lock for writes, truncations and
-// attribute changes), so this keeps a record only in rare races.
+// its own, relying on this one (package capture). The kernel serializes
+// most changes of one inode (it holds the inode's lock for writes,
+// truncations and attribute changes), so this keeps a record only in
+// rare races.
 //
 // Crash safety. A withdrawal is logged like the record was (the record
 // log, in the kernel's page cache at least), after the operation
@@ -49,54 +48,6 @@ import (
 // allowed. A rollback then undoes a change that did not happen: it
 // finds things as the record says they were, and at worst (an immutable
 // file) reports the path it could not restore.
-
-// made is a record a change journaled: rec, and, if making it marked
-// something journaled in inode state s, unmark, which forgets that
-// mark (called with s locked).
-type made struct {
-	rec    *journal.Record
-	s      *inodeState
-	unmark func()
-}
-
-// took is an inode state a change took, and the state's count of takes
-// when the change last took it.
-type took struct {
-	s  *inodeState
-	at uint64
-}
-
-// marked notes that the record the change made last marked something
-// journaled in s (locked by the caller), and how to forget it.
-func (c *change) marked(s *inodeState, unmark func()) {
-	m := &c.made[len(c.made)-1]
-	m.s, m.unmark = s, unmark
-}
-
-// tookState returns the change's takes with s's latest, which the
-// caller has just counted (s locked).
-func (c *change) tookState(s *inodeState) []took {
-	for i := range c.took {
-		if t := &c.took[i]; t.s == s {
-			if t.at == s.takes-1 { // no other change took s in between
-				t.at = s.takes
-			}
-			return c.took
-		}
-	}
-	return append(c.took, took{s: s, at: s.takes})
-}
-
-// alone reports whether no other change took s since this one last did
-// (s locked by the caller).
-func (c *change) alone(s *inodeState) bool {
-	for _, t := range c.took {
-		if t.s == s {
-			return t.at == s.takes
-		}
-	}
-	return false
-}
 
 // did notes the outcome of a system call that changes the backing
 // directory for the change, and returns err: unless the call was
@@ -121,26 +72,10 @@ func (c *change) fail(err error) syscall.Errno {
 
 // withdraw withdraws every record the change made, newest first, each
 // with what it marked journaled, as far as no other change relied on
-// it (alone).
+// it, and forgets the change's stamps.
 func (c *change) withdraw() {
-	for i := len(c.made) - 1; i >= 0; i-- {
-		m := c.made[i]
-		if m.s != nil {
-			m.s.mu.Lock()
-			alone := c.alone(m.s)
-			if alone {
-				m.unmark()
-			}
-			m.s.mu.Unlock()
-			if !alone {
-				continue
-			}
-		}
-		if err := c.r.j.Discard(m.rec); err != nil {
-			c.r.log.Warn("cannot withdraw the record of a failed operation", "seq", m.rec.Seq, "path", m.rec.Path, "err", err)
-		}
-	}
-	c.made, c.touched = nil, nil
+	c.op.Withdraw()
+	c.touched = nil
 }
 
 // refused reports whether a system call that failed with err did

@@ -15,13 +15,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 	"github.com/cowfs/cowfs/test/testenv"
 )
 
 // testChange opens a change on a recorder of its own over a fresh
 // journal with a turn open.
-func testChange(t *testing.T) (*recorder, *journal.Journal) {
+func testChange(t testing.TB) (*recorder, *journal.Journal) {
 	t.Helper()
 	j := journal.TestJournal(t, journal.Options{})
 	if _, err := j.BeginTurn("", "", time.Now()); err != nil {
@@ -31,7 +32,7 @@ func testChange(t *testing.T) (*recorder, *journal.Journal) {
 }
 
 // bytesAt is a pre-image source of n bytes.
-func bytesAt(n int) func() (io.ReaderAt, func(), error) {
+func bytesAt(n int) capture.Source {
 	return func() (io.ReaderAt, func(), error) {
 		return strings.NewReader(strings.Repeat("x", n)), noop, nil
 	}
@@ -39,14 +40,14 @@ func bytesAt(n int) func() (io.ReaderAt, func(), error) {
 
 // journalAll is what change c journals before a write to [lo, hi) of
 // inode 7 (size 100, path "f"): its first touch and the bytes.
-func journalAll(t *testing.T, c *change, lo, hi int64) {
+func journalAll(t testing.TB, c *change, lo, hi int64) {
 	t.Helper()
 	s := c.state(7)
-	defer s.mu.Unlock()
-	if err := c.touch(s, 7, "f", &unix.Stat_t{Mode: syscall.S_IFREG | 0o644, Size: 100}, journal.CauseWrite); err != nil {
+	defer s.Unlock()
+	if err := c.op.Attr(s, 7, "f", &unix.Stat_t{Mode: syscall.S_IFREG | 0o644, Size: 100}, journal.CauseWrite); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.save(s, 7, "f", bytesAt(100), lo, hi); err != nil {
+	if err := c.op.Data(s, 7, "f", bytesAt(100), lo, hi); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -25,8 +26,8 @@ import (
 func (n *Node) beforeContent(c *change, fd int, lo, hi int64, cause journal.Cause) error {
 	id := n.StableAttr().Ino
 	s := c.state(id)
-	defer s.mu.Unlock()
-	if s.created {
+	defer s.Unlock()
+	if s.Created() {
 		return nil
 	}
 	rel, ok := n.rel()
@@ -35,26 +36,26 @@ func (n *Node) beforeContent(c *change, fd int, lo, hi int64, cause journal.Caus
 	}
 	src := func() (io.ReaderAt, func(), error) {
 		if fd >= 0 {
-			return fdReader(fd), noop, nil
+			return capture.File(fd), noop, nil
 		}
 		r, e := n.open(syscall.O_RDONLY)
 		if e != 0 {
 			return nil, nil, e
 		}
-		return fdReader(r), func() { unix.Close(r) }, nil
+		return capture.File(r), func() { unix.Close(r) }, nil
 	}
-	if !s.attr {
+	if !s.Touched() {
 		st, err := n.statVia(fd)
 		if err != nil {
 			return err
 		}
-		if err := c.touch(s, id, rel, st, cause); err != nil {
+		if err := c.op.Attr(s, id, rel, st, cause); err != nil {
 			return err
 		}
 	}
 	// If this fails, the change fails (change.fail), which withdraws
 	// the touch too: the change is not listed.
-	return c.save(s, id, rel, src, lo, hi)
+	return c.op.Data(s, id, rel, src, lo, hi)
 }
 
 // statVia stats n through fd if it is one, else through a descriptor of
@@ -68,20 +69,6 @@ func (n *Node) statVia(fd int) (*unix.Stat_t, error) {
 		return nil, e
 	}
 	return st, nil
-}
-
-// fdReader reads a raw descriptor at offsets. Its Fd lets the journal
-// find the file's holes, which it then neither reads nor stores.
-type fdReader int
-
-func (f fdReader) Fd() uintptr { return uintptr(f) }
-
-func (f fdReader) ReadAt(b []byte, off int64) (int, error) {
-	n, err := unix.Pread(int(f), b, off)
-	if err == nil && n < len(b) {
-		err = io.EOF
-	}
-	return max(n, 0), err
 }
 
 var (
@@ -199,7 +186,7 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off, size uint6
 	case mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0:
 		// [lo, hi) becomes zeros.
 	case mode&(unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0:
-		hi = toEnd // everything from lo on moves
+		hi = capture.ToEnd // everything from lo on moves
 	default:
 		lo, hi = 0, 0 // allocation destroys nothing; only the size may grow
 	}

@@ -32,9 +32,10 @@ var allowed = map[string][]string{
 	"ctl":          {"privdir"},
 	"aside":        {"backing"},
 	"agent":        {"journal", "journal/pack", "journal/wal", "sparse"},
-	"fs":           {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse", "agent", "go-fuse"},
-	"rollback":     {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse"},
-	"rescan":       {"journal", "journal/pack", "journal/wal", "aside", "backing", "sparse"},
+	"capture":      {"journal", "journal/pack", "journal/wal", "backing", "sparse"},
+	"fs":           {"journal", "journal/pack", "journal/wal", "capture", "aside", "backing", "sparse", "agent", "go-fuse"},
+	"rollback":     {"journal", "journal/pack", "journal/wal", "capture", "aside", "backing", "sparse"},
+	"rescan":       {"journal", "journal/pack", "journal/wal", "capture", "aside", "backing", "sparse"},
 	"mcpserver":    {"ctl", "privdir", "human"},
 	"hook":         {"ctl", "privdir", "human"},
 	// The certificates of the TLS tests: the standard library only.

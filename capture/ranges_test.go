@@ -1,4 +1,4 @@
-package fs
+package capture
 
 import (
 	"math/rand/v2"
@@ -17,10 +17,10 @@ func TestSpans(t *testing.T) {
 			// missing must list exactly the unset bytes of [lo, hi).
 			var got [64]bool
 			for _, s := range r.missing(lo, hi) {
-				if s.lo >= s.hi {
+				if s.Lo >= s.Hi {
 					t.Fatalf("empty span %v", s)
 				}
-				for b := s.lo; b < s.hi; b++ {
+				for b := s.Lo; b < s.Hi; b++ {
 					got[b] = true
 				}
 			}
@@ -35,7 +35,7 @@ func TestSpans(t *testing.T) {
 				model[b] = true
 			}
 			for i := 1; i < len(r); i++ {
-				if r[i-1].hi >= r[i].lo {
+				if r[i-1].Hi >= r[i].Lo {
 					t.Fatalf("not disjoint and sorted: %v", r)
 				}
 			}
@@ -43,7 +43,7 @@ func TestSpans(t *testing.T) {
 	}
 }
 
-// ranges against a model of the bytes set, in a file of a few blocks
+// Ranges against a model of the bytes set, in a file of a few blocks
 // with ranges that cross them: missing lists exactly what is not set,
 // with no two gaps adjacent (each would become a record of its own).
 func TestRanges(t *testing.T) {
@@ -52,7 +52,7 @@ func TestRanges(t *testing.T) {
 	// Spans of the model, as a sorted list of disjoint spans (the set's
 	// meaning, in the simplest form).
 	for iter := 0; iter < 300; iter++ {
-		var r ranges
+		var r Ranges
 		var model spans
 		for op := 0; op < 30; op++ {
 			lo := rng.Int64N(size)
@@ -60,7 +60,7 @@ func TestRanges(t *testing.T) {
 			if rng.IntN(4) == 0 { // small, as a random writer's
 				hi = min(size, lo+rng.Int64N(8192))
 			}
-			got := r.missing(lo, hi)
+			got := r.Missing(lo, hi)
 			want := model.missing(lo, hi)
 			if len(got) != len(want) {
 				t.Fatalf("missing(%d, %d) = %v, want %v", lo, hi, got, want)
@@ -70,10 +70,10 @@ func TestRanges(t *testing.T) {
 					t.Fatalf("missing(%d, %d) = %v, want %v", lo, hi, got, want)
 				}
 			}
-			r.add(lo, hi)
+			r.Add(lo, hi)
 			model.add(lo, hi)
 		}
-		if got := r.missing(0, toEnd); len(got) == 0 || got[len(got)-1].hi != toEnd {
+		if got := r.Missing(0, ToEnd); len(got) == 0 || got[len(got)-1].Hi != ToEnd {
 			t.Fatalf("missing to the end: %v", got)
 		}
 	}
@@ -88,51 +88,51 @@ func BenchmarkRandomRanges(b *testing.B) {
 		offs[i] = rng.Int64N(65536) * 4096
 	}
 	for b.Loop() {
-		var r ranges
+		var r Ranges
 		for _, o := range offs {
-			for _, g := range r.missing(o, o+4096) {
-				r.add(g.lo, g.hi)
+			for _, g := range r.Missing(o, o+4096) {
+				r.Add(g.Lo, g.Hi)
 			}
 		}
 	}
 }
 
 // remove against a model of the bytes set, across blocks: what a
-// withdrawn pre-image takes out (withdraw.go) is missing again, and
+// withdrawn pre-image takes out (Op.Withdraw) is missing again, and
 // nothing else is. Bytes are checked at every edge the operations
 // made, where a mistake would show.
 func TestRangesRemove(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const size = 3*rangeBlock + 13
 	type op struct {
-		lo, hi int64
+		Lo, Hi int64
 		add    bool
 	}
 	for iter := 0; iter < 200; iter++ {
-		var r ranges
+		var r Ranges
 		var ops []op
 		for range 20 {
 			lo := rng.Int64N(size)
 			o := op{lo, lo + rng.Int64N(min(size-lo, 2*rangeBlock)+1), rng.IntN(3) != 0}
 			if o.add {
-				r.add(o.lo, o.hi)
+				r.Add(o.Lo, o.Hi)
 			} else {
-				r.remove(o.lo, o.hi)
+				r.Remove(o.Lo, o.Hi)
 			}
 			ops = append(ops, o)
 		}
 		for _, o := range ops {
-			for _, b := range []int64{o.lo - 1, o.lo, o.hi - 1, o.hi} {
+			for _, b := range []int64{o.Lo - 1, o.Lo, o.Hi - 1, o.Hi} {
 				if b < 0 || b >= size {
 					continue
 				}
 				set := false
 				for _, p := range ops {
-					if b >= p.lo && b < p.hi {
+					if b >= p.Lo && b < p.Hi {
 						set = p.add
 					}
 				}
-				if missing := len(r.missing(b, b+1)) > 0; missing == set {
+				if missing := len(r.Missing(b, b+1)) > 0; missing == set {
 					t.Fatalf("iteration %d: byte %d set %v, but missing %v (ops %v)", iter, b, set, missing, ops)
 				}
 			}
@@ -144,14 +144,14 @@ func TestRangesRemove(t *testing.T) {
 // span, not a map entry per block; what is missing around it is still
 // exact, and withdrawing it (a truncation that failed) is as cheap.
 func TestRangesHugeSpan(t *testing.T) {
-	var r ranges
-	r.add(100, 200)
-	r.add(350, 4<<40)
+	var r Ranges
+	r.Add(100, 200)
+	r.Add(350, 4<<40)
 	if r.held() > 1 {
 		t.Fatalf("a 4 TiB span takes %d blocks of the set", r.held())
 	}
-	got := r.missing(0, toEnd)
-	want := []span{{0, 100}, {200, 350}, {4 << 40, toEnd}}
+	got := r.Missing(0, ToEnd)
+	want := []Span{{0, 100}, {200, 350}, {4 << 40, ToEnd}}
 	if len(got) != len(want) {
 		t.Fatalf("missing: %v, want %v", got, want)
 	}
@@ -160,8 +160,8 @@ func TestRangesHugeSpan(t *testing.T) {
 			t.Fatalf("missing: %v, want %v", got, want)
 		}
 	}
-	r.remove(350, 4<<40)
-	if got := r.missing(0, toEnd); len(got) != 2 || got[1] != (span{200, toEnd}) {
+	r.Remove(350, 4<<40)
+	if got := r.Missing(0, ToEnd); len(got) != 2 || got[1] != (Span{200, ToEnd}) {
 		t.Fatalf("missing after the withdrawal: %v", got)
 	}
 }

@@ -1,16 +1,18 @@
-package fs
+package capture
 
 import "sort"
 
-// toEnd, as the end of a byte range, means "to the end of the file",
+// ToEnd, as the end of a byte range, means "to the end of the file",
 // whatever its size: past any offset a file can have.
-const toEnd = int64(1 << 62)
+const ToEnd = int64(1 << 62)
 
-// span is the byte range [lo, hi).
-type span struct{ lo, hi int64 }
+// Span is the byte range [Lo, Hi).
+type Span struct{ Lo, Hi int64 }
 
-// ranges is a set of byte ranges: the parts of a file whose pre-image
-// is already journaled in this epoch. It is kept per block of the file
+// Ranges is a set of byte ranges: the parts of a file whose pre-image
+// is already journaled in this epoch (State), or that package fs has
+// read afresh since a rollback rewrote the file. The zero value is the
+// empty set. It is kept per block of the file
 // (rangeBlock bytes), each block a short sorted list of disjoint spans:
 // a random writer's tens of thousands of 4 KiB ranges in a large file
 // (a database, fio) each cost a map lookup and a short list, where one
@@ -24,7 +26,7 @@ type span struct{ lo, hi int64 }
 // sparse file may be terabytes of holes — is kept whole, in wide: one
 // span, where blocks would have cost a map entry per MiB. Writes reach
 // the daemon at most a block at a time, so wide stays short.
-type ranges struct {
+type Ranges struct {
 	first  int64           // the block one holds, if inline
 	one    spans           // the spans of block first, while the set lies in one block
 	blocks map[int64]spans // block number -> the set's spans in it, once it spans several
@@ -32,7 +34,7 @@ type ranges struct {
 }
 
 // block returns the spans of block b, and whether the set has any there.
-func (r *ranges) block(b int64) (spans, bool) {
+func (r *Ranges) block(b int64) (spans, bool) {
 	if r.blocks == nil {
 		return r.one, r.one != nil && b == r.first
 	}
@@ -41,7 +43,7 @@ func (r *ranges) block(b int64) (spans, bool) {
 }
 
 // held is how many blocks the set has spans in.
-func (r *ranges) held() int {
+func (r *Ranges) held() int {
 	if r.blocks == nil {
 		if r.one != nil {
 			return 1
@@ -54,28 +56,28 @@ func (r *ranges) held() int {
 const rangeBlock = 1 << 20
 
 // spans is a set of disjoint, sorted, non-adjacent byte ranges.
-type spans []span
+type spans []Span
 
-// missing returns the parts of [lo, hi) not in the set, in order, each
+// Missing returns the parts of [lo, hi) not in the set, in order, each
 // as long as it can be: a gap is not cut at block boundaries, since each
 // gap becomes one record.
-func (r *ranges) missing(lo, hi int64) []span {
+func (r *Ranges) Missing(lo, hi int64) []Span {
 	if len(r.wide) == 0 {
 		return r.blockMissing(lo, hi)
 	}
-	var out []span
+	var out []Span
 	for _, g := range r.wide.missing(lo, hi) {
-		out = append(out, r.blockMissing(g.lo, g.hi)...)
+		out = append(out, r.blockMissing(g.Lo, g.Hi)...)
 	}
 	return out
 }
 
 // blockMissing is missing, as far as the blocks' spans say.
-func (r *ranges) blockMissing(lo, hi int64) []span {
-	var out []span
-	gap := func(g span) {
-		if n := len(out); n > 0 && out[n-1].hi == g.lo {
-			out[n-1].hi = g.hi
+func (r *Ranges) blockMissing(lo, hi int64) []Span {
+	var out []Span
+	gap := func(g Span) {
+		if n := len(out); n > 0 && out[n-1].Hi == g.Lo {
+			out[n-1].Hi = g.Hi
 		} else {
 			out = append(out, g)
 		}
@@ -89,7 +91,7 @@ func (r *ranges) blockMissing(lo, hi int64) []span {
 			if next, found := r.next(b, hi); found {
 				end = next * rangeBlock
 			}
-			gap(span{lo, end})
+			gap(Span{lo, end})
 			lo = end
 			continue
 		}
@@ -104,7 +106,7 @@ func (r *ranges) blockMissing(lo, hi int64) []span {
 
 // next returns the first block after b, and before the one holding
 // hi-1 or that one, that the set holds spans in.
-func (r *ranges) next(b, hi int64) (int64, bool) {
+func (r *Ranges) next(b, hi int64) (int64, bool) {
 	last := (hi - 1) / rangeBlock
 	if r.blocks == nil {
 		return r.first, r.one != nil && r.first > b && r.first <= last
@@ -126,8 +128,8 @@ func (r *ranges) next(b, hi int64) (int64, bool) {
 	return best, found
 }
 
-// add puts [lo, hi) in the set.
-func (r *ranges) add(lo, hi int64) {
+// Add puts [lo, hi) in the set.
+func (r *Ranges) Add(lo, hi int64) {
 	if hi-lo > rangeBlock {
 		r.wide.add(lo, hi)
 		return
@@ -153,17 +155,17 @@ func (r *ranges) add(lo, hi int64) {
 }
 
 // missing returns the parts of [lo, hi) not in the set.
-func (r spans) missing(lo, hi int64) []span {
-	var out []span
-	i := sort.Search(len(r), func(i int) bool { return r[i].hi > lo })
-	for ; lo < hi && i < len(r) && r[i].lo < hi; i++ {
-		if r[i].lo > lo {
-			out = append(out, span{lo, r[i].lo})
+func (r spans) missing(lo, hi int64) []Span {
+	var out []Span
+	i := sort.Search(len(r), func(i int) bool { return r[i].Hi > lo })
+	for ; lo < hi && i < len(r) && r[i].Lo < hi; i++ {
+		if r[i].Lo > lo {
+			out = append(out, Span{lo, r[i].Lo})
 		}
-		lo = max(lo, r[i].hi)
+		lo = max(lo, r[i].Hi)
 	}
 	if lo < hi {
-		out = append(out, span{lo, hi})
+		out = append(out, Span{lo, hi})
 	}
 	return out
 }
@@ -174,28 +176,28 @@ func (r *spans) add(lo, hi int64) {
 		return
 	}
 	s := *r
-	i := sort.Search(len(s), func(i int) bool { return s[i].hi >= lo })
+	i := sort.Search(len(s), func(i int) bool { return s[i].Hi >= lo })
 	j := i
-	for j < len(s) && s[j].lo <= hi {
-		lo = min(lo, s[j].lo)
-		hi = max(hi, s[j].hi)
+	for j < len(s) && s[j].Lo <= hi {
+		lo = min(lo, s[j].Lo)
+		hi = max(hi, s[j].Hi)
 		j++
 	}
 	switch {
 	case i == j: // a new span at i
-		s = append(s, span{})
+		s = append(s, Span{})
 		copy(s[i+1:], s[i:])
-		s[i] = span{lo, hi}
+		s[i] = Span{lo, hi}
 	default: // s[i:j] merge into one
-		s[i] = span{lo, hi}
+		s[i] = Span{lo, hi}
 		s = append(s[:i+1], s[j:]...)
 	}
 	*r = s
 }
 
-// remove takes [lo, hi) out of the set: a pre-image journaled and then
-// withdrawn (withdraw.go).
-func (r *ranges) remove(lo, hi int64) {
+// Remove takes [lo, hi) out of the set: a pre-image journaled and then
+// withdrawn (Op.Withdraw).
+func (r *Ranges) Remove(lo, hi int64) {
 	r.wide.remove(lo, hi)
 	for lo < hi {
 		b := lo / rangeBlock
@@ -237,15 +239,15 @@ func (r *spans) remove(lo, hi int64) {
 	}
 	var out spans
 	for _, s := range *r {
-		if s.hi <= lo || s.lo >= hi {
+		if s.Hi <= lo || s.Lo >= hi {
 			out = append(out, s)
 			continue
 		}
-		if s.lo < lo {
-			out = append(out, span{s.lo, lo})
+		if s.Lo < lo {
+			out = append(out, Span{s.Lo, lo})
 		}
-		if s.hi > hi {
-			out = append(out, span{hi, s.hi})
+		if s.Hi > hi {
+			out = append(out, Span{hi, s.Hi})
 		}
 	}
 	*r = out
