@@ -32,5 +32,12 @@
 // RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (backing.Tree): a symlink planted in the
 // workspace cannot make cowfs read or write outside it.
 //
-// Imports: journal, aside, backing, sparse, x/sys/unix.
+// # Undoable
+//
+// What a rollback is about to destroy is journaled first, as the mount
+// journals an agent's changes, through package capture (undolog.go):
+// each pre-image once in the run, tagged with the rollback's group;
+// unrevert undoes those records.
+//
+// Imports: journal, capture, aside, backing, sparse, x/sys/unix.
 package rollback

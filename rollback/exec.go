@@ -11,6 +11,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -46,13 +47,6 @@ type executor struct {
 	// had (its newer changes undone, the rest left), never a mix.
 	failed map[uint64]bool
 }
-
-// journalError is a failure to journal a step's undo (no space, the
-// journal unusable): no fault of the step's path, so never skipped.
-type journalError struct{ err error }
-
-func (e journalError) Error() string { return e.err.Error() }
-func (e journalError) Unwrap() error { return e.err }
 
 // skipError is a step that must not or cannot run; the reason is
 // reported for its path, the detail logged.
@@ -109,6 +103,7 @@ func (x *executor) do(s *Step) error {
 		err = skipError{reason: reasonFailedBefore}
 	} else {
 		err = x.step(s)
+		x.log.stepDone()
 	}
 	if err == nil {
 		return nil
@@ -126,7 +121,9 @@ func (x *executor) do(s *Step) error {
 		err = fmt.Errorf("%s: %w", p, err)
 	}
 	var se skipError
-	var je journalError
+	// A failure to journal the step's undo (no space, the journal
+	// unusable) is no fault of the step's path: never skipped.
+	var je *capture.AppendError
 	switch {
 	case errors.As(err, &se):
 	case x.retrying && !errors.As(err, &je):
@@ -236,7 +233,7 @@ func (x *executor) attr(s *Step) error {
 			return err
 		}
 		defer f.Close()
-		if err := x.log.data(s.Path, s.Ino, f, o.st.Size, r.Attr.Size, o.st.Size); err != nil {
+		if err := x.log.data(s.Path, s.Ino, f, r.Attr.Size, o.st.Size); err != nil {
 			return err
 		}
 		if err := f.Truncate(r.Attr.Size); err != nil {
@@ -285,7 +282,7 @@ func (x *executor) data(s *Step) error {
 	if err := x.log.attr(s.Path, s.Ino, o.st, journal.CauseWrite); err != nil {
 		return err
 	}
-	if err := x.log.data(s.Path, s.Ino, f, o.st.Size, r.Off, r.Off+r.Len); err != nil {
+	if err := x.log.data(s.Path, s.Ino, f, r.Off, r.Off+r.Len); err != nil {
 		return err
 	}
 	if err := writeBack(x.env.Journal, r, f, x.env.Log); err != nil {

@@ -140,8 +140,7 @@ func retry(env *Env, g journal.Gate, rb *journal.Rollback, dryRun bool) (*Outcom
 func finishRollback(env *Env, g journal.Gate, rb *journal.Rollback, plan *Plan, from int, retrying bool) (*Outcome, error) {
 	plan.pack()
 	x := &executor{env: env, names: fmt.Sprintf("rb%d-", rb.ID), retrying: retrying,
-		log: &undoLog{j: env.Journal, g: g, group: rb.ID, root: env.RootDev,
-			attrs: map[uint64]bool{}, xattrs: map[string]bool{}}}
+		log: newUndoLog(env.Journal, g, rb.ID, env.RootDev)}
 	x.progress = saveProgress(env, rb, plan, x, true)
 	failed, ferr := x.run(plan, from)
 	refresh(env, g)

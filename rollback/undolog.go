@@ -2,54 +2,56 @@ package rollback
 
 import (
 	"io"
-	"strconv"
-	"syscall"
+	"os"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
 // undoLog journals what a rollback is about to destroy, exactly as the
-// mount journals an agent's changes (same record kinds, same rule: the
-// record first), tagged with the rollback's group. Undoing those
-// records is unrevert. A nil undoLog journals nothing: an unrevert is
-// not itself undone.
+// mount journals an agent's changes (package capture: same record
+// kinds, same rule — the record first — and each pre-image once in the
+// run), tagged with the rollback's group. Undoing those records is
+// unrevert. A nil undoLog journals nothing: an unrevert is not itself
+// undone.
 type undoLog struct {
-	j     *journal.Journal
-	g     journal.Gate
+	// op appends under the rollback's gate. It holds one step's records
+	// at a time (stepDone), for the step to withdraw (discard).
+	op    capture.Op
+	seen  capture.Set // what the run has journaled, per identity
 	group uint64
 	root  uint64 // root device
-
-	attrs  map[uint64]bool // identities whose attributes are journaled
-	xattrs map[string]bool // "identity/name" journaled
 }
 
+func newUndoLog(j *journal.Journal, g journal.Gate, group, root uint64) *undoLog {
+	u := &undoLog{group: group, root: root}
+	u.op = capture.Op{Journal: j, Gate: g, By: u}
+	return u
+}
+
+// Label tags each record with the rollback's group (capture.Author).
+func (u *undoLog) Label(rec *journal.Record) { rec.Group = u.group }
+
+// add journals rec, which is no pre-image (a move).
 func (u *undoLog) add(rec *journal.Record, src io.ReaderAt) error {
 	if u == nil {
 		return nil
 	}
-	rec.Group = u.group
-	if err := u.j.Append(u.g, rec, src); err != nil {
-		return journalError{err}
-	}
-	return nil
+	return u.op.Record(rec, src)
 }
 
 // attr journals the attributes (stat st) of id at p before the
 // rollback's first change to it.
 func (u *undoLog) attr(p string, id uint64, st *unix.Stat_t, cause journal.Cause) error {
-	if u == nil || u.attrs[id] {
+	if u == nil {
 		return nil
 	}
-	rec := &journal.Record{Kind: journal.KindAttr, Cause: cause, Path: p, Ino: id,
-		Type: st.Mode & syscall.S_IFMT, Attr: journal.AttrOf(st)}
-	if err := u.add(rec, nil); err != nil {
-		return err
-	}
-	u.attrs[id] = true
-	return nil
+	s := u.op.Take(&u.seen, id)
+	defer s.Unlock()
+	return u.op.Attr(s, id, p, st, cause)
 }
 
 // dirent journals the attributes of the directory of slot sl before
@@ -71,35 +73,37 @@ func (u *undoLog) discard(rec *journal.Record) error {
 	if u == nil {
 		return nil
 	}
-	return u.j.Discard(rec)
+	return u.op.Discard(rec)
+}
+
+// stepDone lets the records of the step just run stand, whatever it
+// did.
+func (u *undoLog) stepDone() {
+	if u != nil {
+		u.op.Keep()
+	}
 }
 
 // data journals bytes [lo, hi) of id at p, read from f, as far as the
-// file has them.
-func (u *undoLog) data(p string, id uint64, f io.ReaderAt, size, lo, hi int64) error {
-	hi = min(hi, size)
-	if u == nil || lo >= hi {
+// file had them when the rollback first journaled its attributes (attr
+// must have run) and the run has not journaled them yet.
+func (u *undoLog) data(p string, id uint64, f *os.File, lo, hi int64) error {
+	if u == nil {
 		return nil
 	}
-	rec := &journal.Record{Kind: journal.KindData, Path: p, Ino: id, Type: syscall.S_IFREG, Off: lo, Len: hi - lo}
-	return u.add(rec, f)
+	s := u.op.Take(&u.seen, id)
+	defer s.Unlock()
+	return u.op.Data(s, id, p, capture.Opened(f), lo, hi)
 }
 
 // xattr journals the current value of xattr name of o (at p).
 func (u *undoLog) xattr(p string, o *object, name string) error {
-	key := strconv.FormatUint(o.id, 10) + "/" + name
-	if u == nil || u.xattrs[key] {
+	if u == nil {
 		return nil
 	}
-	val, ok, err := backing.Getxattr(o.fd, name)
-	if err != nil {
-		return err
-	}
-	rec := &journal.Record{Kind: journal.KindXattr, Path: p, Ino: o.id, Type: o.typ(),
-		XattrName: name, XattrValue: val, XattrExisted: ok}
-	if err := u.add(rec, nil); err != nil {
-		return err
-	}
-	u.xattrs[key] = true
-	return nil
+	s := u.op.Take(&u.seen, o.id)
+	defer s.Unlock()
+	return u.op.Xattr(s, o.id, p, o.typ(), name, func() ([]byte, bool, error) {
+		return backing.Getxattr(o.fd, name)
+	})
 }
