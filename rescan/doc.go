@@ -49,4 +49,9 @@
 // Paths not in the window's records are not tracked: a file created
 // outside the mount where no record names a path is simply part of the
 // workspace, which a rollback leaves alone (it only undoes records).
+//
+// A scan's records go through package capture, the one path to
+// Journal.Append that the mount and a rollback's undo log take too.
+//
+// Imports: journal, capture, aside, backing, x/sys/unix.
 package rescan

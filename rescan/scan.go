@@ -15,6 +15,7 @@ import (
 
 	"github.com/cowfs/cowfs/aside"
 	"github.com/cowfs/cowfs/backing"
+	"github.com/cowfs/cowfs/capture"
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -346,7 +347,10 @@ func (sc *scan) judge(p string, old journal.Fingerprint, had bool, cur journal.F
 			// Through the mount, then again outside it.
 			rec.Cause, rec.Type, rec.Ino = journal.CauseOutsideModified, cur.Type, cur.Ino
 		}
-		if err := s.j.Append(sc.g, rec, nil); err != nil {
+		// A change found, not one about to be made: there is no action
+		// to hold back, and nothing to withdraw.
+		op := capture.Op{Journal: s.j, Gate: sc.g}
+		if err := op.Record(rec, nil); err != nil {
 			return false, fmt.Errorf("rescan: journal a change outside the mount to %s: %w", p, err)
 		}
 		sc.found = append(sc.found, Found{Path: p, Cause: rec.Cause})
