@@ -7,13 +7,13 @@
 //
 // Each mutating method opens a change (recorder.begin), journals its
 // pre-image through the change's capture.Op — package capture, which a
-// rollback's undo log and package rescan share, is the one path to
-// Journal.Append — and performs its operation only if that succeeded; otherwise it fails
-// with the error (EIO, ENOSPC, EROFS once the journal is closed). An
-// operation the backing filesystem then refuses (EPERM on an immutable
-// file, say) fails with the change withdrawing what it journaled: a
-// failed operation leaves no record (withdraw.go). What is journaled
-// for each FUSE request:
+// rollback's undo log and package rescan use too, is the one path to
+// Journal.Append — and performs its operation only if that succeeded;
+// otherwise it fails with the error (EIO, ENOSPC, EROFS once the
+// journal is closed). An operation the backing filesystem then refuses
+// (EPERM on an immutable file, say) fails with the change withdrawing
+// what it journaled: a failed operation leaves no record (withdraw.go).
+// What is journaled for each FUSE request:
 //
 //	WRITE, WRITEV, mmap flush   bytes overwritten that existed when the epoch began
 //	                            (an append: nothing but the old size)
