@@ -65,6 +65,11 @@ func (o *Op) append(rec *journal.Record, src io.ReaderAt, s *State, m mark) erro
 	if o.By != nil {
 		o.By.Label(rec)
 	}
+	// Invariant 1: once Append returns, the record and its pre-image
+	// are in the record log — the kernel's page cache at least, so they
+	// survive the daemon being killed — and only then may the caller's
+	// action destroy what they describe. A failure leaves nothing
+	// marked: the action must not run.
 	if err := o.Journal.Append(o.Gate, rec, src); err != nil {
 		if o.Log != nil {
 			o.Log.Error("cannot journal change; refusing it", "op", rec.Kind, "path", rec.Path, "err", err)

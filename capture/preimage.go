@@ -81,6 +81,8 @@ func (o *Op) Data(s *State, id uint64, path string, src Source, lo, hi int64) er
 		if err := o.append(rec, f, s, mark{what: markData, lo: g.Lo, hi: g.Hi}); err != nil {
 			return err
 		}
+		// Marked only now, with s locked since the check: an Op that
+		// finds these bytes captured finds their record appended.
 		s.saved.Add(g.Lo, g.Hi)
 	}
 	return nil
