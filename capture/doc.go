@@ -70,5 +70,6 @@
 // a range check, and no allocation — an Op keeps the first states it
 // takes in place (BenchmarkCaptured, and fs's BenchmarkCapturedWrite).
 //
-// Imports: journal, backing (and sparse, through journal).
+// Imports: journal, backing (and, through journal, sparse, journal/pack
+// and journal/wal).
 package capture
