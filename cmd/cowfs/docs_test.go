@@ -498,3 +498,17 @@ func TestReadmeTestCommandIsCIs(t *testing.T) {
 		t.Errorf(".ci/run does not run %q", command)
 	}
 }
+
+// TestReadmeIsAGuide: the README stays a guide a newcomer reads in one
+// sitting — what cowfs is, how to run, integrate and test it, where
+// each part lives — under 200 lines; measurements and their history
+// live in docs/performance.md, the why in docs/design.md (#35).
+func TestReadmeIsAGuide(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n >= 200 {
+		t.Errorf("README.md has %d lines; keep it under 200 (move detail to docs/)", n)
+	}
+}
