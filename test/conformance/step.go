@@ -52,6 +52,9 @@ type Step struct {
 // step (JSON) instead of its tests.
 const StepEnv = "COWFS_CONFORMANCE_STEP"
 
+// StepDirEnv names the directory the child runs its step in.
+const StepDirEnv = "COWFS_CONFORMANCE_DIR"
+
 // OtherEnv names a directory on another filesystem (for EXDEV), which
 // "{other}" in a path stands for.
 const OtherEnv = "COWFS_CONFORMANCE_OTHER"
@@ -90,9 +93,13 @@ func RunStep(bin, dir string, s Step) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The child changes into dir itself, after exec: between fork and
+	// exec the test's process cannot serve a FUSE request (the forking
+	// thread holds its P with signals blocked, so a garbage
+	// collection's stop-the-world waits for it), and a chdir into a
+	// mount this process serves would wait for an answer for ever.
 	cmd := exec.Command(bin)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), StepEnv+"="+string(b))
+	cmd.Env = append(os.Environ(), StepEnv+"="+string(b), StepDirEnv+"="+dir)
 	groups := s.As.Groups
 	if groups == nil {
 		groups = []uint32{}
@@ -118,6 +125,10 @@ func Child() {
 	}
 	var s Step
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := os.Chdir(os.Getenv(StepDirEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
