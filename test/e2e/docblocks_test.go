@@ -35,11 +35,10 @@ var docFence = regexp.MustCompile("^\\s*```\\s*(\\S*)")
 // shBlocks returns the ```sh blocks of the document at path (named doc
 // in reports), in order. Every code block must be sh (commands) or json
 // (replies): a block of another kind would slip through unrun.
-func shBlocks(t *testing.T, path, doc string) []docBlock {
-	t.Helper()
+func shBlocks(path, doc string) ([]docBlock, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var blocks []docBlock
 	var cur *docBlock
@@ -60,13 +59,13 @@ func shBlocks(t *testing.T, path, doc string) []docBlock {
 		case m[1] == "json":
 			cur = &docBlock{} // a reply: not run
 		default:
-			t.Fatalf("%s:%d: a ```%s block: commands go in ```sh blocks (which this test runs), replies in ```json", doc, i+1, m[1])
+			return nil, fmt.Errorf("%s:%d: a ```%s block: commands go in ```sh blocks (which TestDocs runs), replies in ```json", doc, i+1, m[1])
 		}
 	}
 	if cur != nil {
-		t.Fatalf("%s:%d: a code block that never closes", doc, cur.line-1)
+		return nil, fmt.Errorf("%s: a code block that never closes", doc)
 	}
-	return blocks
+	return blocks, nil
 }
 
 // text is the block as bash runs it.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cowfs/cowfs/test/testenv"
 )
@@ -34,34 +33,40 @@ func TestDocs(t *testing.T) {
 
 // docSkips are the lines of the documents' blocks that do not run here,
 // and why. Each must match a line (trimmed) of its document's blocks.
-var docSkips = []struct{ doc, line, why string }{
+var docSkips = []docSkip{
 	{"README.md", "sh test/all.sh", "it is this suite: it would run this test again, and everything else"},
 }
 
 // docTimed are lines that run until the client stops them, as a reader
 // would with Ctrl-C: they run for two seconds, and must not fail before.
-var docTimed = []struct{ doc, line string }{
-	{"docs/api.md", "curl -sN --unix-socket $S 'http://cowfs/v1/events?since=0&follow=1'"},
+var docTimed = []docSkip{
+	{"docs/api.md", "curl -sN --unix-socket $S 'http://cowfs/v1/events?since=0&follow=1'", "follow=1 streams events until the client goes"},
 }
 
-// A docBackground line runs until a later block stops it (a daemon in the
-// foreground): it runs in the background, the blocks after it once ready
-// says so, and it must have ended well by the end of the document.
-type docBackground struct {
-	line  string
-	ready func() bool
+// planFor returns a plan for doc with its entries of docSkips and
+// docTimed.
+func planFor(doc string) docPlan {
+	p := docPlan{doc: doc}
+	for _, sk := range docSkips {
+		if sk.doc == doc {
+			p.skip = append(p.skip, sk)
+		}
+	}
+	for _, tm := range docTimed {
+		if tm.doc == doc {
+			p.timed = append(p.timed, tm.line)
+		}
+	}
+	return p
 }
 
-// A docReplace is a placeholder a reader fills in (old), what the test
-// puts there, and why.
-type docReplace struct{ old, new, why string }
-
-// docPlan is how a document's blocks run here.
-type docPlan struct {
-	doc        string // relative to the repository root
-	dir        string // the working directory the first block starts in
-	replace    []docReplace
-	background []docBackground
+// reportDoc runs the document's blocks as p says and fails t for each
+// problem.
+func reportDoc(t *testing.T, p docPlan, env []string) {
+	t.Helper()
+	for _, problem := range runDoc(t, p, env) {
+		t.Error(problem)
+	}
 }
 
 // docBin returns a directory to put first on PATH: the real cowfs binary,
@@ -163,23 +168,22 @@ func testReadmeBlocks(t *testing.T) {
 	if err := os.Symlink(claudeCLI(t), filepath.Join(bin, "claude")); err != nil {
 		t.Fatal(err)
 	}
-	runDoc(t, docPlan{
-		doc: "README.md",
-		dir: repoRoot(t),
-		replace: []docReplace{
-			{"/usr/local/bin/cowfs", filepath.Join(bin, "cowfs"), "the build goes first on the test's PATH, not over the system's cowfs"},
-			{"/path/to/workspace", w.dir, "the reader's workspace"},
-			{"~/proj", w.dir, "the reader's workspace"},
-		},
-		background: []docBackground{
-			// cowfs mount in the foreground, until the walkthrough's umount;
-			// ready once its socket answers (the mount comes first).
-			{"go build -o /usr/local/bin/cowfs ./cmd/cowfs && cowfs mount /path/to/workspace", func() bool {
-				_, _, code := w.run("status")
-				return mounted(w.dir) && code == 0
-			}},
-		},
-	}, docEnv(t, w, bin))
+	p := planFor("README.md")
+	p.dir = repoRoot(t)
+	p.replace = []docReplace{
+		{"/usr/local/bin/cowfs", filepath.Join(bin, "cowfs"), "the build goes first on the test's PATH, not over the system's cowfs"},
+		{"/path/to/workspace", w.dir, "the reader's workspace"},
+		{"~/proj", w.dir, "the reader's workspace"},
+	}
+	p.background = []docBackground{
+		// cowfs mount in the foreground, until the walkthrough's umount;
+		// ready once its socket answers (the mount comes first).
+		{"go build -o /usr/local/bin/cowfs ./cmd/cowfs && cowfs mount /path/to/workspace", func() bool {
+			_, _, code := w.run("status")
+			return mounted(w.dir) && code == 0
+		}},
+	}
+	reportDoc(t, p, docEnv(t, w, bin))
 }
 
 // testAPIBlocks: api.md's curl examples, in order, against a daemon that
@@ -191,16 +195,15 @@ func testAPIBlocks(t *testing.T) {
 	d := newTLSDirs(t)
 	url := w.mountRemote(d)
 	bin := docBin(t)
-	runDoc(t, docPlan{
-		doc: "docs/api.md",
-		dir: t.TempDir(),
-		replace: []docReplace{
-			{"/src/myrepo", w.dir, "the reader's workspace"},
-			{"https://127.0.0.1:8443", url, "the daemon's --listen address"},
-			{"client/", d.client + "/", "the client's TLS directory"},
-			{"--tls-dir client", "--tls-dir " + d.client, "the client's TLS directory"},
-		},
-	}, docEnv(t, w, bin))
+	p := planFor("docs/api.md")
+	p.dir = t.TempDir()
+	p.replace = []docReplace{
+		{"/src/myrepo", w.dir, "the reader's workspace"},
+		{"https://127.0.0.1:8443", url, "the daemon's --listen address"},
+		{"client/", d.client + "/", "the client's TLS directory"},
+		{"--tls-dir client", "--tls-dir " + d.client, "the client's TLS directory"},
+	}
+	reportDoc(t, p, docEnv(t, w, bin))
 }
 
 // repoRoot is the repository's root, where README's go build runs.
@@ -211,122 +214,4 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-// runDoc runs the document's ```sh blocks in order in one session and
-// fails t for each block that errs.
-func runDoc(t *testing.T, p docPlan, env []string) {
-	t.Helper()
-	blocks := shBlocks(t, filepath.Join(repoRoot(t), p.doc), p.doc)
-	if len(blocks) == 0 {
-		t.Fatalf("%s has no ```sh blocks: the extraction is broken", p.doc)
-	}
-	s := newDocSession(t, env, p.dir)
-	used := map[string]bool{} // the table entries that matched a line
-	replace := func(text string) string {
-		for _, r := range p.replace {
-			if strings.Contains(text, r.old) {
-				used["replace "+r.old] = true
-				text = strings.ReplaceAll(text, r.old, r.new)
-			}
-		}
-		return text
-	}
-	type job struct {
-		b docBlock
-		j *docJob
-	}
-	var jobs []job
-	for _, b := range blocks {
-		var pending []string // lines to run before the next background one
-		fail := func(out string, err error) {
-			t.Errorf("%s:%d: the block failed: %v\n$ %s\n%s", b.doc, b.line, err, strings.ReplaceAll(replace(b.text()), "\n", "\n$ "), out)
-		}
-		flush := func() bool {
-			text := replace(strings.Join(pending, "\n"))
-			pending = nil
-			if strings.TrimSpace(text) == "" {
-				return true
-			}
-			out, err := s.run(text, 5*time.Minute)
-			if err != nil {
-				fail(out, err)
-				return false
-			}
-			return true
-		}
-		ok, skipped := true, 0
-	lines:
-		for _, l := range b.lines {
-			line := strings.TrimSpace(l)
-			for _, sk := range docSkips {
-				if sk.doc == p.doc && sk.line == line {
-					used["skip "+line] = true
-					pending = append(pending, "# skipped here: "+sk.why)
-					skipped++
-					continue lines
-				}
-			}
-			for _, tm := range docTimed {
-				if tm.doc == p.doc && tm.line == line {
-					used["timed "+line] = true
-					// The newline ends a comment the line may have.
-					pending = append(pending, "{ timeout 2 "+l+"\n} || [ $? -eq 124 ]")
-					continue lines
-				}
-			}
-			for _, bg := range p.background {
-				if bg.line == line {
-					used["background "+line] = true
-					if ok = flush(); !ok {
-						break lines
-					}
-					j, err := s.start(replace(l), bg.ready, 5*time.Minute)
-					if err != nil {
-						out := ""
-						if j != nil {
-							j.stop()
-							out = j.out.String()
-						}
-						fail(out, err)
-						ok = false
-						break lines
-					}
-					jobs = append(jobs, job{b, j})
-					continue lines
-				}
-			}
-			pending = append(pending, l)
-		}
-		if ok && flush() {
-			t.Logf("%s:%d: ran (%d of its lines skipped)", b.doc, b.line, skipped)
-		}
-	}
-	for _, j := range jobs {
-		if err := j.j.wait(30 * time.Second); err != nil {
-			t.Errorf("%s:%d: %q, run in the background, did not end well: %v\n%s", j.b.doc, j.b.line, j.j.text, err, j.j.out.String())
-		}
-	}
-	// Tables that name what is no longer there would skip or fill in
-	// nothing while claiming to.
-	for _, r := range p.replace {
-		if !used["replace "+r.old] {
-			t.Errorf("%s: the placeholder %q (%s) is in no ```sh block any more", p.doc, r.old, r.why)
-		}
-	}
-	for _, sk := range docSkips {
-		if sk.doc == p.doc && !used["skip "+sk.line] {
-			t.Errorf("%s: the skipped line %q is in no ```sh block any more", p.doc, sk.line)
-		}
-	}
-	for _, tm := range docTimed {
-		if tm.doc == p.doc && !used["timed "+tm.line] {
-			t.Errorf("%s: the streaming line %q is in no ```sh block any more", p.doc, tm.line)
-		}
-	}
-	for _, bg := range p.background {
-		if !used["background "+bg.line] {
-			t.Errorf("%s: the background line %q is in no ```sh block any more", p.doc, bg.line)
-		}
-	}
 }
