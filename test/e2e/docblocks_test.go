@@ -77,7 +77,6 @@ var docVar = regexp.MustCompile(`(?m)^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=
 
 // A docSession runs a document's blocks in order, as one reader's shell.
 type docSession struct {
-	t     *testing.T
 	env   []string
 	state string   // where the session keeps its working directory and variables
 	vars  []string // the variables blocks have assigned so far
@@ -86,7 +85,7 @@ type docSession struct {
 
 func newDocSession(t *testing.T, env []string, dir string) *docSession {
 	t.Helper()
-	s := &docSession{t: t, env: env, state: t.TempDir()}
+	s := &docSession{env: env, state: t.TempDir()}
 	if err := os.WriteFile(filepath.Join(s.state, "cwd"), []byte(dir), 0o644); err != nil {
 		t.Fatal(err)
 	}

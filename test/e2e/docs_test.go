@@ -17,9 +17,9 @@ import (
 // as a reader would run it (the real cowfs binary first on PATH, curl
 // against the socket and over TLS); a block that errs fails the test,
 // reported with its document, line, text and output. The placeholders a
-// reader fills in are replaced by the small tables below, and what cannot
-// run here is named in docSkips with its reason; a block line that is
-// neither run nor skipped, or an entry that matches no line, fails too.
+// reader fills in are replaced by the small tables below; every line of
+// every block runs unless docSkips names it, with its reason, and an
+// entry of these tables that matches no line any more fails too.
 // (cmd/cowfs/docs_test.go checks the command lines and flags of every
 // document statically.)
 func TestDocs(t *testing.T) {
