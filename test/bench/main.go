@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
 	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, boundaries, stack, realturns, storage, memory; turns includes boundaries)")
-	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped)")
+	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped, cowfs passthrough, cowfs 1P)")
 	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()

@@ -49,8 +49,10 @@ func targets(c *config) []target {
 		return ts
 	}
 	// Only when named: cowfs with FUSE passthrough for the files a turn
-	// creates, beside cowfs in the same run.
-	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile, passthrough: true})
+	// creates, and cowfs whose daemon runs Go on one processor
+	// (GOMAXPROCS=1), beside cowfs in the same run.
+	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile, passthrough: true},
+		&cowfs{bin: c.cowfs, profile: c.profile, oneProc: true})
 	var chosen []target
 	for _, t := range ts {
 		for _, n := range strings.Split(c.targets, ",") {
@@ -149,6 +151,8 @@ type cowfs struct {
 	scoped  bool
 	// passthrough mounts with --passthrough.
 	passthrough bool
+	// oneProc runs the daemon with GOMAXPROCS=1.
+	oneProc bool
 	state       string
 	mnt         string
 	pid         int
@@ -161,6 +165,8 @@ func (c *cowfs) name() string {
 		return "cowfs scoped"
 	case c.passthrough:
 		return "cowfs passthrough"
+	case c.oneProc:
+		return "cowfs 1P"
 	}
 	return "cowfs"
 }
@@ -197,6 +203,9 @@ func (c *cowfs) setup(base string) (string, error) {
 func (c *cowfs) run(args ...string) ([]byte, error) {
 	cmd := exec.Command(c.bin, args...)
 	cmd.Env = append(os.Environ(), "COWFS_STATE_DIR="+c.state)
+	if c.oneProc {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
