@@ -153,10 +153,10 @@ type cowfs struct {
 	passthrough bool
 	// oneProc runs the daemon with GOMAXPROCS=1.
 	oneProc bool
-	state       string
-	mnt         string
-	pid         int
-	ctl         *ctl.Client
+	state   string
+	mnt     string
+	pid     int
+	ctl     *ctl.Client
 }
 
 func (c *cowfs) name() string {
