@@ -57,7 +57,14 @@ func (w *workspace) env() []string {
 // stdout, stderr and exit code.
 func (w *workspace) run(args ...string) (stdout, stderr string, code int) {
 	w.t.Helper()
-	cmd := exec.Command(cowfsBin, append([]string{"-w", w.mnt}, args...)...)
+	return w.cli(append([]string{"-w", w.mnt}, args...)...)
+}
+
+// cli runs the cowfs CLI with args as they are, in the workspace's
+// environment, and returns its stdout, stderr and exit code.
+func (w *workspace) cli(args ...string) (stdout, stderr string, code int) {
+	w.t.Helper()
+	cmd := exec.Command(cowfsBin, args...)
 	cmd.Env = w.env()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

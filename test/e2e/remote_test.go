@@ -53,19 +53,7 @@ func (w *workspace) mountRemote(d tlsDirs) string {
 // directory dir and no -w.
 func (w *workspace) remote(url, dir string, args ...string) (stdout, stderr string, code int) {
 	w.t.Helper()
-	cmd := exec.Command(cowfsBin, append([]string{"--remote", url, "--tls-dir", dir}, args...)...)
-	cmd.Env = w.env()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		w.t.Fatalf("cowfs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
+	return w.cli(append([]string{"--remote", url, "--tls-dir", dir}, args...)...)
 }
 
 // remoteJSON runs a remote command with --json that must succeed and
