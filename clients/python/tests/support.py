@@ -1,9 +1,11 @@
 """Shared by the tests: a TestCase with a mounted workspace per class, and waiting."""
 
+import threading
 import time
 import unittest
 from typing import Callable, Dict, List, Optional
 
+from cowfs import Event, EventStream
 from cowfs.testing import TestWorkspace, fuse_skip
 
 #: Why FUSE tests cannot run here (None: they can); raises under COWFS_TEST_DISALLOW_SKIP.
@@ -36,3 +38,21 @@ def _cleanup(w: TestWorkspace) -> None:
 @unittest.skipIf(SKIP, SKIP or "")
 class FuseCase(unittest.TestCase):
     """A test case that needs root and /dev/fuse."""
+
+
+def follow_in_thread(stream: EventStream, stop_after_turn_ends: int):
+    """Iterates stream on a thread until that many turn_end events; returns (seen, thread)."""
+    seen: List[Event] = []
+
+    def run() -> None:
+        ends = 0
+        for e in stream:
+            seen.append(e)
+            if e.type == "turn_end":
+                ends += 1
+                if ends == stop_after_turn_ends:
+                    return
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return seen, t

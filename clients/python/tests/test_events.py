@@ -11,29 +11,11 @@ import unittest
 from typing import List
 
 from cowfs import Event, EventStream
-from support import FuseCase, until, workspace
+from support import FuseCase, follow_in_thread, until, workspace
 
 
 def all_events(w) -> List[Event]:
     return list(w.client().events(follow=False))
-
-
-def follow_in_thread(stream: EventStream, stop_after_turn_ends: int):
-    """Iterates stream on a thread until that many turn_end events; returns (seen, thread)."""
-    seen: List[Event] = []
-
-    def run() -> None:
-        ends = 0
-        for e in stream:
-            seen.append(e)
-            if e.type == "turn_end":
-                ends += 1
-                if ends == stop_after_turn_ends:
-                    return
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return seen, t
 
 
 class CuttingProxy:

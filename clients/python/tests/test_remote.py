@@ -27,7 +27,7 @@ from typing import List
 from cowfs import Client, Event, EventStream, NoDaemonError, TLSError, endpoint_for, parse_remote
 from cowfs.remote import read_tls_dir
 from cowfs.testing import TestCertificates, test_certificates
-from support import FuseCase, until, workspace
+from support import FuseCase, follow_in_thread, until, workspace
 from wire_schema import check_reply
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -375,24 +375,6 @@ class Harness:
         self.reader.join(5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-
-
-def follow_in_thread(stream: EventStream, stop_after_turn_ends: int):
-    """Iterates stream on a thread until that many turn_end events; returns (seen, thread)."""
-    seen: List[Event] = []
-
-    def run() -> None:
-        ends = 0
-        for e in stream:
-            seen.append(e)
-            if e.type == "turn_end":
-                ends += 1
-                if ends == stop_after_turn_ends:
-                    return
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return seen, t
 
 
 class CuttingProxy:
