@@ -13,10 +13,17 @@ import (
 // with its own state root.
 func run(t *testing.T, args ...string) (int, error) {
 	t.Helper()
+	return runArgs(t, append([]string{"-w", t.TempDir()}, args...)...)
+}
+
+// runArgs runs cowfs with args as they are, as main does, with a state
+// root of its own, and returns its exit code and error.
+func runArgs(t *testing.T, args ...string) (int, error) {
+	t.Helper()
 	t.Setenv("COWFS_STATE_DIR", t.TempDir())
 	global = globalOptions{}
 	root := newRootCommand()
-	root.SetArgs(append([]string{"-w", t.TempDir()}, args...))
+	root.SetArgs(args)
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	_, err := root.ExecuteC()

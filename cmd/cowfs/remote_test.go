@@ -1,24 +1,9 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
 )
-
-// runRemote runs cowfs with args as main does, without -w, and returns
-// its exit code and error.
-func runRemote(t *testing.T, args ...string) (int, error) {
-	t.Helper()
-	t.Setenv("COWFS_STATE_DIR", t.TempDir())
-	global = globalOptions{}
-	root := newRootCommand()
-	root.SetArgs(args)
-	root.SetOut(io.Discard)
-	root.SetErr(io.Discard)
-	_, err := root.ExecuteC()
-	return exitCode(err), err
-}
 
 // TestRemoteFlags: --remote and --listen are refused before anything is
 // tried where they cannot work, and say why.
@@ -50,7 +35,7 @@ func TestRemoteFlags(t *testing.T) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			t.Setenv(remoteEnv, c.env)
 			t.Setenv(tlsDirEnv, "")
-			code, err := runRemote(t, c.args...)
+			code, err := runArgs(t, c.args...)
 			if code != c.code || err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("exit %d, %v; want %d saying %q", code, err, c.code, c.want)
 			}
@@ -65,7 +50,7 @@ func TestRemoteFlags(t *testing.T) {
 func TestHookIgnoresRemoteEnvironment(t *testing.T) {
 	t.Setenv(remoteEnv, "https://127.0.0.1:1")
 	t.Setenv(tlsDirEnv, t.TempDir())
-	code, err := runRemote(t, "-w", t.TempDir(), "hook", "claude-code", "Stop")
+	code, err := runArgs(t, "-w", t.TempDir(), "hook", "claude-code", "Stop")
 	if code != 0 || err != nil {
 		t.Fatalf("exit %d, %v; want 0", code, err)
 	}
