@@ -40,6 +40,8 @@ type config struct {
 	scenario string // memory scenarios to run: those whose name contains it
 	profile  string // directory for cowfs CPU profiles
 	cowfs    string // built binary
+	base     string // -base: a commit to compare with
+	baseBin  string // cowfs built from it
 	loopback string // built go-fuse example
 	tarball  string
 	fileMiB  int
@@ -54,7 +56,8 @@ func main() {
 	flag.StringVar(&c.out, "json", "bench-results.json", "write every measurement to `FILE`")
 	flag.StringVar(&c.work, "work", "", "work in `DIR` (default: a new directory under /var/tmp)")
 	flag.StringVar(&c.only, "only", "", "run only the suites named (comma-separated: fs, turns, boundaries, stack, realturns, storage, memory; turns includes boundaries)")
-	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped, cowfs passthrough, cowfs 1P)")
+	flag.StringVar(&c.targets, "targets", "", "fs suite: run only the targets named (comma-separated: native, go-fuse loopback, fuse-overlayfs, cowfs, cowfs scoped, cowfs passthrough, cowfs 1P, cowfs base)")
+	flag.StringVar(&c.base, "base", "", "also measure cowfs built from the commit `REV` as the target \"cowfs base\", alternating with the others (an A/B of a change)")
 	flag.StringVar(&c.scenario, "scenario", "", "run only the memory scenarios whose name contains `TEXT` (e.g. \"event turn\")")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of each cowfs daemon of the fs suite into `DIR` (for go tool pprof)")
 	flag.Parse()
@@ -138,6 +141,11 @@ func prepare(c *config) error {
 			return fmt.Errorf("build %s: %v: %s", pkg, err, b)
 		}
 	}
+	if c.base != "" {
+		if err := buildBase(c, bin); err != nil {
+			return err
+		}
+	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		return err
@@ -154,6 +162,24 @@ func prepare(c *config) error {
 	}
 	if c.wants("fs") || c.wants("realturns") {
 		prepareAgent(c)
+	}
+	return nil
+}
+
+// buildBase builds cowfs from the commit c.base names, from a copy of
+// its tree (git archive), into bin.
+func buildBase(c *config, bin string) error {
+	src := filepath.Join(c.work, "base-src")
+	os.MkdirAll(src, 0o755)
+	archive := exec.Command("sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", c.base, src)
+	if b, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("-base %s: %v: %s", c.base, err, b)
+	}
+	c.baseBin = filepath.Join(bin, "cowfs-base")
+	build := exec.Command("go", "build", "-o", c.baseBin, "./cmd/cowfs")
+	build.Dir = src
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("-base %s: build: %v: %s", c.base, err, b)
 	}
 	return nil
 }

@@ -153,10 +153,12 @@ type cowfs struct {
 	passthrough bool
 	// oneProc runs the daemon with GOMAXPROCS=1.
 	oneProc bool
-	state   string
-	mnt     string
-	pid     int
-	ctl     *ctl.Client
+	// base: bin was built from the commit -base names.
+	base  bool
+	state string
+	mnt   string
+	pid   int
+	ctl   *ctl.Client
 }
 
 func (c *cowfs) name() string {
@@ -167,6 +169,8 @@ func (c *cowfs) name() string {
 		return "cowfs passthrough"
 	case c.oneProc:
 		return "cowfs 1P"
+	case c.base:
+		return "cowfs base"
 	}
 	return "cowfs"
 }
