@@ -45,6 +45,9 @@ func targets(c *config) []target {
 	// what it runs, followed through the process-events connector), so
 	// the cost of deciding whose each change is shows beside it.
 	ts = append(ts, &cowfs{bin: c.cowfs, profile: c.profile}, &cowfs{bin: c.cowfs, profile: c.profile, scoped: true})
+	if c.baseBin != "" {
+		ts = append(ts, &cowfs{bin: c.baseBin, profile: c.profile, base: true})
+	}
 	if c.targets == "" {
 		return ts
 	}
