@@ -29,8 +29,8 @@ import (
 // resident pages counted in /proc/self/pagemap, for their ranges only.
 // Not /proc/self/smaps: it walks the page tables of every mapping, the
 // Go heap's too, and the daemon's own file-backed pages (its text, the
-// memtables' logs) keep statm over the budget, so it ran every tick,
-// idle or not, and was a seventh of the daemon's CPU in an `npm ci`.
+// memtables' logs) keep statm over the budget, so it would be read at
+// every tick, idle or busy, at a cost that grows with the heap.
 //
 // Why PAGEOUT and not DONTNEED: a mapping may be unmapped — its range
 // then reused by another mapping — between the reading and the call.

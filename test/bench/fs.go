@@ -27,11 +27,12 @@ const (
 
 // fsSuite runs every workload on every target, run after run, so the
 // machine's drift affects all targets alike. A target inherits the
-// leftovers of the one before it (the disk still writing back what that
-// one wrote and removed): an untar right after native's run took 1.3-2.0
-// s where it took 0.9-1.5 s elsewhere. So each target's tree is synced
-// away before the next starts, and each run starts one target later
-// than the run before, so no target always follows the same one.
+// leftovers of the one before it — the disk still writing back what
+// that one wrote and removed, which slowed an untar right after native's
+// run in every run (performance.md, History, 2026-12-07) — so each
+// target's tree is synced away before the next starts, and each run
+// starts one target later than the run before, so no target always
+// follows the same one.
 func fsSuite(c *config, r *results) error {
 	ts := targets(c)
 	for run := 1; run <= c.runs; run++ {
