@@ -5,8 +5,6 @@ import (
 	"sort"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cowfs/cowfs/journal"
 )
 
@@ -24,22 +22,22 @@ import (
 // returns why a full scan must run.
 func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	s, ex := sc.s, sc.ex
+	// What each candidate was at the last scan: all a candidate keeps
+	// between the two passes below, since a large turn names 100,000
+	// paths. What is there now is looked at in each pass.
 	type candidate struct {
 		old       journal.Fingerprint
 		had, dead bool
-		cur       journal.Fingerprint
-		st        *unix.Stat_t
-		err       error
 	}
-	cands := map[string]*candidate{}
+	cands := map[string]candidate{}
 	add := func(p string, old journal.Fingerprint, had bool) {
 		if had && old.Last < s.window {
 			// Left the window before the last scan: no longer tracked
 			// (a full scan dropped it then).
-			cands[p] = &candidate{dead: true}
+			cands[p] = candidate{dead: true}
 			return
 		}
-		cands[p] = &candidate{old: old, had: had}
+		cands[p] = candidate{old: old, had: had}
 	}
 	want := map[string]bool{}
 	for p := range ex.last {
@@ -72,9 +70,25 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		old, had := kept[p]
 		add(p, old, had)
 	}
+	want, wanted, kept = nil, nil, nil
 
-	// Look at every candidate first: until one is judged, nothing is
-	// journaled or stored, so a full scan can still take over.
+	// The first pass looks at every candidate and checks what a scan by
+	// path cannot settle: until it is done, nothing is journaled or
+	// stored, so a full scan can still take over.
+	isTree := map[string]bool{}
+	for _, p := range trees {
+		isTree[p] = true
+	}
+	treeIsDir := map[string]bool{} // a tree that is a directory now
+	inos := map[uint64]bool{}
+	names := map[uint64]uint32{} // names of each file among the candidates
+	type linked struct {
+		path       string
+		ino, inode uint64 // identity; inode number on the backing filesystem
+		nlink      uint32
+	}
+	var multi []linked     // the files found with more than one name
+	var renamedFrom string // the first path that held such a file before
 	var paths []string
 	look := func(ps []string) {
 		sort.Strings(ps) // a directory at a time
@@ -83,7 +97,29 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 			if _, named := ex.last[p]; c.dead && !named {
 				continue
 			}
-			c.cur, c.st, c.err = sc.look(p)
+			cur, st, err := sc.look(p)
+			// The mount changed a file with other names, which this path
+			// no longer holds: they may be tracked.
+			if c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1 && ex.inos[c.old.Ino] && cur.Ino != c.old.Ino &&
+				(renamedFrom == "" || p < renamedFrom) {
+				renamedFrom = p
+			}
+			if err != nil {
+				continue
+			}
+			if isTree[p] && cur.Type == syscall.S_IFDIR {
+				treeIsDir[p] = true
+			}
+			inos[c.old.Ino] = true
+			if st != nil {
+				inos[cur.Ino] = true
+				if cur.Type != syscall.S_IFDIR {
+					names[cur.Ino]++
+					if st.Nlink > 1 {
+						multi = append(multi, linked{p, cur.Ino, st.Ino, uint32(st.Nlink)})
+					}
+				}
+			}
 		}
 		paths = append(paths, ps...)
 	}
@@ -97,7 +133,7 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	// ones). Most of a turn's removals are files: no lookup each.
 	var roots []string
 	for _, p := range trees {
-		if c := cands[p]; !c.had || c.old.Type == syscall.S_IFDIR || c.cur.Type == syscall.S_IFDIR {
+		if c := cands[p]; !c.had || c.old.Type == syscall.S_IFDIR || treeIsDir[p] {
 			roots = append(roots, p)
 		}
 	}
@@ -115,47 +151,27 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		}
 		look(more)
 	}
-	sort.Strings(paths)
-	inos := map[uint64]bool{}
-	names := map[uint64]uint32{} // names of each file among the candidates
-	for _, p := range paths {
-		c := cands[p]
-		if c.err != nil {
-			continue
-		}
-		inos[c.old.Ino] = true
-		if c.st != nil {
-			inos[c.cur.Ino] = true
-			if c.cur.Type != syscall.S_IFDIR {
-				names[c.cur.Ino]++
-			}
-		}
-	}
-	for _, p := range paths {
-		c := cands[p]
-		if c.st == nil || c.err != nil {
-			continue
-		}
+	sort.Slice(multi, func(a, b int) bool { return multi[a].path < multi[b].path })
+	for _, m := range multi {
 		// A file with a name none of the candidates is (nor the aside
 		// area's, which cowfs keeps): a tracked path may hold it, and a
 		// change to it there leaves that fingerprint behind.
-		if c.cur.Type != syscall.S_IFDIR && c.st.Nlink > 1 && uint32(c.st.Nlink) > names[c.cur.Ino]+s.asideLinks(c.st.Ino) {
-			return fmt.Sprintf("a file with more than one name changed (%s)", p), nil
+		if m.nlink > names[m.ino]+s.asideLinks(m.inode) {
+			return fmt.Sprintf("a file with more than one name changed (%s)", m.path), nil
 		}
 	}
-	for _, p := range paths {
-		c := cands[p]
-		// The mount changed a file with other names, which this path
-		// no longer holds: they may be tracked.
-		if c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1 && ex.inos[c.old.Ino] && c.cur.Ino != c.old.Ino {
-			return fmt.Sprintf("a file with more than one name changed (%s, before)", p), nil
-		}
+	if renamedFrom != "" {
+		return fmt.Sprintf("a file with more than one name changed (%s, before)", renamedFrom), nil
 	}
 	for ino := range ex.stamps {
 		if !ex.inos[ino] && !inos[ino] {
 			return "the mount changed an inode no record since the last scan names", nil
 		}
 	}
+
+	// The second pass judges each candidate as it looks at it again
+	// (a change outside the mount in between is judged as any other).
+	sort.Strings(paths)
 	for _, p := range paths {
 		c := cands[p]
 		if c.dead {
@@ -164,7 +180,8 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 				continue
 			}
 		}
-		stored, err := sc.judge(p, c.old, c.had, c.cur, c.st, c.err)
+		cur, st, err := sc.look(p)
+		stored, err := sc.judge(p, c.old, c.had, cur, st, err)
 		if err != nil {
 			return "", err
 		}
