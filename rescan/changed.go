@@ -70,7 +70,6 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 		old, had := kept[p]
 		add(p, old, had)
 	}
-	want, wanted, kept = nil, nil, nil
 
 	// The first pass looks at every candidate and checks what a scan by
 	// path cannot settle: until it is done, nothing is journaled or
