@@ -2,6 +2,7 @@ package rescan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -22,54 +23,30 @@ import (
 // returns why a full scan must run.
 func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	s, ex := sc.s, sc.ex
-	// What each candidate was at the last scan: all a candidate keeps
-	// between the two passes below, since a large turn names 100,000
-	// paths. What is there now is looked at in each pass.
-	type candidate struct {
-		old       journal.Fingerprint
-		had, dead bool
-	}
-	cands := map[string]candidate{}
-	add := func(p string, old journal.Fingerprint, had bool) {
-		if had && old.Last < s.window {
-			// Left the window before the last scan: no longer tracked
-			// (a full scan dropped it then).
-			cands[p] = candidate{dead: true}
-			return
-		}
-		cands[p] = candidate{old: old, had: had}
-	}
-	want := map[string]bool{}
+	// The candidates, in order, each once. A large turn names 100,000
+	// paths: between the two passes below a candidate is only its path,
+	// and what the last scan kept of it is read again, a batch at a
+	// time (eachKept), rather than held.
+	wanted := make([]string, 0, len(ex.last)+len(ex.trees)+2*len(changed))
 	for p := range ex.last {
-		want[p] = true
+		wanted = append(wanted, p)
 	}
 	// Directories renamed or removed through the mount, or named by an
 	// event as directories: what is beneath them too.
 	trees := make([]string, 0, len(ex.trees))
 	for p := range ex.trees {
 		trees = append(trees, p)
-		want[p] = true
+		wanted = append(wanted, p)
 	}
 	for _, c := range changed {
-		want[c.path] = true
-		want[parentOf(c.path)] = true // its times moved with its entries
+		// Its parent too: its times moved with its entries.
+		wanted = append(wanted, c.path, parentOf(c.path))
 		if c.dir {
 			trees = append(trees, c.path)
 		}
 	}
-	wanted := make([]string, 0, len(want))
-	for p := range want {
-		wanted = append(wanted, p)
-	}
 	sort.Strings(wanted)
-	kept, err := s.j.FingerprintsOf(wanted)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range wanted {
-		old, had := kept[p]
-		add(p, old, had)
-	}
+	wanted = slices.Compact(wanted)
 
 	// The first pass looks at every candidate and checks what a scan by
 	// path cannot settle: until it is done, nothing is journaled or
@@ -78,7 +55,8 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	for _, p := range trees {
 		isTree[p] = true
 	}
-	treeIsDir := map[string]bool{} // a tree that is a directory now
+	treeWas := map[string]candidate{} // what each tree was
+	treeIsDir := map[string]bool{}    // a tree that is a directory now
 	inos := map[uint64]bool{}
 	names := map[uint64]uint32{} // names of each file among the candidates
 	type linked struct {
@@ -88,67 +66,64 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 	}
 	var multi []linked     // the files found with more than one name
 	var renamedFrom string // the first path that held such a file before
-	var paths []string
-	look := func(ps []string) {
-		sort.Strings(ps) // a directory at a time
-		for _, p := range ps {
-			c := cands[p]
-			if _, named := ex.last[p]; c.dead && !named {
-				continue
-			}
-			cur, st, err := sc.look(p)
-			// The mount changed a file with other names, which this path
-			// no longer holds: they may be tracked.
-			if c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1 && ex.inos[c.old.Ino] && cur.Ino != c.old.Ino &&
-				(renamedFrom == "" || p < renamedFrom) {
-				renamedFrom = p
-			}
-			if err != nil {
-				continue
-			}
-			if isTree[p] && cur.Type == syscall.S_IFDIR {
-				treeIsDir[p] = true
-			}
-			inos[c.old.Ino] = true
-			if st != nil {
-				inos[cur.Ino] = true
-				if cur.Type != syscall.S_IFDIR {
-					names[cur.Ino]++
-					if st.Nlink > 1 {
-						multi = append(multi, linked{p, cur.Ino, st.Ino, uint32(st.Nlink)})
-					}
+	look := func(p string, c candidate) {
+		if isTree[p] {
+			treeWas[p] = c
+		}
+		if _, named := ex.last[p]; c.dead && !named {
+			return
+		}
+		cur, st, err := sc.look(p)
+		// The mount changed a file with other names, which this path
+		// no longer holds: they may be tracked.
+		if c.had && c.old.Type != syscall.S_IFDIR && c.old.Nlink > 1 && ex.inos[c.old.Ino] && cur.Ino != c.old.Ino &&
+			(renamedFrom == "" || p < renamedFrom) {
+			renamedFrom = p
+		}
+		if err != nil {
+			return
+		}
+		if isTree[p] && cur.Type == syscall.S_IFDIR {
+			treeIsDir[p] = true
+		}
+		inos[c.old.Ino] = true
+		if st != nil {
+			inos[cur.Ino] = true
+			if cur.Type != syscall.S_IFDIR {
+				names[cur.Ino]++
+				if st.Nlink > 1 {
+					multi = append(multi, linked{p, cur.Ino, st.Ino, uint32(st.Nlink)})
 				}
 			}
 		}
-		paths = append(paths, ps...)
 	}
-	first := make([]string, 0, len(cands))
-	for p := range cands {
-		first = append(first, p)
+	if err := sc.eachKept(wanted, look); err != nil {
+		return "", err
 	}
-	look(first)
 	// Only a directory, now or when last seen, has tracked paths
 	// beneath it (or a path never seen: a directory above tracked
 	// ones). Most of a turn's removals are files: no lookup each.
 	var roots []string
 	for _, p := range trees {
-		if c := cands[p]; !c.had || c.old.Type == syscall.S_IFDIR || treeIsDir[p] {
+		if c := treeWas[p]; !c.had || c.old.Type == syscall.S_IFDIR || treeIsDir[p] {
 			roots = append(roots, p)
 		}
 	}
+	var more []string // tracked paths beneath them not already wanted
 	if len(roots) > 0 {
 		under, err := s.j.FingerprintsUnder(roots)
 		if err != nil {
 			return "", err
 		}
-		var more []string
-		for p, f := range under {
-			if _, ok := cands[p]; !ok {
-				add(p, f, true)
+		for p := range under {
+			if _, found := slices.BinarySearch(wanted, p); !found {
 				more = append(more, p)
 			}
 		}
-		look(more)
+		sort.Strings(more)
+		if err := sc.eachKept(more, look); err != nil {
+			return "", err
+		}
 	}
 	sort.Slice(multi, func(a, b int) bool { return multi[a].path < multi[b].path })
 	for _, m := range multi {
@@ -170,23 +145,71 @@ func (sc *scan) changedOnly(changed []changedEntry) (string, error) {
 
 	// The second pass judges each candidate as it looks at it again
 	// (a change outside the mount in between is judged as any other).
+	// It stores only fingerprints of paths it has judged (judge saves a
+	// batch at a time), each path once, so what it reads of a path is
+	// what the first pass read.
+	paths := append(wanted, more...)
 	sort.Strings(paths)
-	for _, p := range paths {
-		c := cands[p]
+	var judged error
+	err := sc.eachKept(paths, func(p string, c candidate) {
+		if judged != nil {
+			return
+		}
 		if c.dead {
 			if _, named := ex.last[p]; !named {
 				sc.drop = append(sc.drop, p)
-				continue
+				return
 			}
 		}
 		cur, st, err := sc.look(p)
 		stored, err := sc.judge(p, c.old, c.had, cur, st, err)
 		if err != nil {
-			return "", err
+			judged = err
+			return
 		}
 		if c.dead && !stored {
 			sc.drop = append(sc.drop, p)
 		}
+	})
+	if err == nil {
+		err = judged
 	}
-	return "", nil
+	return "", err
+}
+
+// candidate is what the last scan kept of a path a scan of what
+// changed looks at.
+type candidate struct {
+	old       journal.Fingerprint
+	had, dead bool
+}
+
+// keptBatch is how many candidates' fingerprints eachKept reads at a
+// time: enough that reading them costs about a sweep of their keys,
+// few enough that holding them costs little. A variable, so that a test
+// can make batches small.
+var keptBatch = 4096
+
+// eachKept calls fn for each of paths, which are in order, with what
+// the last scan kept of it.
+func (sc *scan) eachKept(paths []string, fn func(p string, c candidate)) error {
+	for len(paths) > 0 {
+		batch := paths[:min(len(paths), keptBatch)]
+		paths = paths[len(batch):]
+		kept, err := sc.s.j.FingerprintsOf(batch)
+		if err != nil {
+			return err
+		}
+		for _, p := range batch {
+			old, had := kept[p]
+			c := candidate{old: old, had: had}
+			if had && old.Last < sc.s.window {
+				// Left the window before the last scan: no longer
+				// tracked (a full scan dropped it then).
+				c = candidate{dead: true}
+			}
+			fn(p, c)
+		}
+	}
+	return nil
 }

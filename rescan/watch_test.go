@@ -157,12 +157,31 @@ func (e *watchEnv) expect(full bool, want ...string) string {
 	e.t.Helper()
 	got, why := e.scan()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		e.t.Errorf("found %q, want %q", got, want)
+		if len(got)+len(want) > 20 {
+			e.t.Errorf("found %d, want %d; found but not wanted %q; wanted but not found %q", len(got), len(want), missing(want, got), missing(got, want))
+		} else {
+			e.t.Errorf("found %q, want %q", got, want)
+		}
 	}
 	if e.watch && (why != "") != full {
 		e.t.Errorf("full scan: %q, want full %v", why, full)
 	}
 	return why
+}
+
+// missing is what of b a lacks.
+func missing(a, b []string) []string {
+	in := map[string]bool{}
+	for _, s := range a {
+		in[s] = true
+	}
+	var out []string
+	for _, s := range b {
+		if !in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // seed makes src/a, src/deep/b and src/deep/c through the mount and
@@ -383,4 +402,46 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWatchedManyCandidates: a scan of what changed reads what the last
+// scan kept of its candidates a batch at a time (keptBatch); with more
+// candidates than a batch, and more tracked paths than a batch beneath a
+// directory renamed behind the mount, it finds what a full scan finds.
+func TestWatchedManyCandidates(t *testing.T) {
+	defer func(b int) { keptBatch = b }(keptBatch)
+	keptBatch = 16
+	bothWays(t, func(e *watchEnv) {
+		t := e.t
+		n := keptBatch + keptBatch/2
+		many := func(i int) string { return fmt.Sprintf("many/f%05d", i) }
+		e.mkdir("many")
+		e.mkdir("tree")
+		for i := 0; i < n; i++ {
+			e.create(many(i), "x")
+			e.create(fmt.Sprintf("tree/t%05d", i), "t")
+		}
+		e.expect(true)
+		e.expect(false)
+
+		// Every file of many but two rewritten through the mount, so
+		// all are candidates; those two changed behind it, one in the
+		// first batch, one in the second.
+		changed, removed := 1, keptBatch+7
+		for i := 0; i < n; i++ {
+			if i != changed && i != removed {
+				e.write(many(i), "y")
+			}
+		}
+		must(t, os.WriteFile(e.path(many(changed)), []byte("behind"), 0o644))
+		must(t, os.Remove(e.path(many(removed))))
+		must(t, os.Rename(e.path("tree"), e.path("tree.old")))
+		want := []string{"deleted " + many(removed), "deleted tree", "modified ", "modified " + many(changed)}
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("deleted tree/t%05d", i))
+		}
+		sort.Strings(want)
+		e.expect(false, want...)
+		e.expect(false)
+	})
 }
