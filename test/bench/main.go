@@ -86,7 +86,7 @@ func run(c *config) error {
 	if err := prepare(c); err != nil {
 		return err
 	}
-	r := &results{Machine: machine(), Quick: c.quick, Runs: c.runs, Started: time.Now().UTC()}
+	r := &results{Machine: machine() + ", " + workFS(c.work), Quick: c.quick, Runs: c.runs, Started: time.Now().UTC()}
 	if c.wants("fs") {
 		if err := fsSuite(c, r); err != nil {
 			return err
