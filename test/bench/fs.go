@@ -27,12 +27,13 @@ const (
 
 // fsSuite runs every workload on every target, run after run, so the
 // machine's drift affects all targets alike. A target inherits the
-// leftovers of the one before it — the disk still writing back what
-// that one wrote and removed, which slowed an untar right after native's
-// run in every run (performance.md, History, 2026-12-07) — so each
-// target's tree is synced away before the next starts, and each run
-// starts one target later than the run before, so no target always
-// follows the same one.
+// leftovers of the one before it — what that one wrote and removed, still
+// being written back, and on ext4 without a journal the inodes it freed,
+// which the allocator steps over for a minute, five while unwritten
+// (workfs.go) — which slowed an untar right after native's run in every
+// run (performance.md, History, 2026-12-07). So each target's tree is
+// synced away before the next starts, and each run starts one target
+// later than the run before, so no target always follows the same one.
 func fsSuite(c *config, r *results) error {
 	ts := targets(c)
 	for run := 1; run <= c.runs; run++ {
